@@ -1,0 +1,866 @@
+/**
+ * `pnpm course` — tools for working on the chapter-by-chapter course.
+ *
+ *   course diff <a> <b> [--all]     what chapter b adds on top of chapter a
+ *   course stats                    Markdown table of every chapter's delta
+ *   course sync <file> --from <sNN> carry an edit forward to later chapters
+ *   course check                    layout checks and drift detection
+ *
+ * Chapter N is chapter N-1 plus one mechanism, so most files are copies of the
+ * previous chapter's. Everything here is about keeping those copies honest.
+ * Node standard library only; every function takes the repo root explicitly
+ * so the tests can run it against fixture trees.
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+// ---------------------------------------------------------------------------
+// Errors, colour, output
+
+/** An error meant for the user: one line of text plus the exit code to use. */
+export class CourseError extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 2) {
+    super(message);
+    this.name = "CourseError";
+    this.exitCode = exitCode;
+  }
+}
+
+/** Where `main` writes. `write` is stdout, `error` is stderr; both take whole lines. */
+export interface Io {
+  write(text: string): void;
+  error(text: string): void;
+  color: boolean;
+}
+
+/** Colour only on a TTY with NO_COLOR unset; FORCE_COLOR (set and not "0") forces it on. */
+export function colorEnabled(isTTY: boolean | undefined, env: NodeJS.ProcessEnv): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== "" && force !== "0" && force !== "false") return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  return isTTY === true;
+}
+
+function processIo(): Io {
+  return {
+    write: (text) => process.stdout.write(text),
+    error: (text) => process.stderr.write(text),
+    color: colorEnabled(process.stdout.isTTY, process.env),
+  };
+}
+
+const paint = (code: number, close: number) => (on: boolean, text: string) =>
+  on ? `\x1b[${code}m${text}\x1b[${close}m` : text;
+const bold = paint(1, 22);
+const red = paint(31, 39);
+const green = paint(32, 39);
+const cyan = paint(36, 39);
+
+/** The repo root, found from this script's own location (scripts/course.ts). */
+export const DEFAULT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+// ---------------------------------------------------------------------------
+// Chapters and their files
+
+export interface Chapter {
+  /** "s07" */
+  id: string;
+  /** 7 */
+  num: number;
+  /** "s07-bash" — the folder name under chapters/ */
+  folder: string;
+  /** absolute path of the chapter folder */
+  dir: string;
+}
+
+const CHAPTER_DIR = /^s(\d\d)-/;
+
+/** Chapters found under `<root>/chapters`, sorted by number (then folder name). */
+export function listChapters(root: string): Chapter[] {
+  const base = path.join(root, "chapters");
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(base, { withFileTypes: true });
+  } catch {
+    throw new CourseError(`no chapters/ folder in ${root}`);
+  }
+  const chapters: Chapter[] = [];
+  for (const entry of entries) {
+    const m = CHAPTER_DIR.exec(entry.name);
+    if (!entry.isDirectory() || m === null) continue;
+    const num = Number(m[1]);
+    chapters.push({
+      id: `s${m[1]}`,
+      num,
+      folder: entry.name,
+      dir: path.join(base, entry.name),
+    });
+  }
+  return chapters.sort((a, b) => a.num - b.num || compareStrings(a.folder, b.folder));
+}
+
+/** Find a chapter by id ("s07"), folder name ("s07-bash") or number ("7", "07"). */
+export function resolveChapter(chapters: readonly Chapter[], ref: string): Chapter {
+  const wanted = ref.trim().toLowerCase().replace(/\/+$/, "");
+  const byFolder = chapters.find((c) => c.folder.toLowerCase() === wanted);
+  if (byFolder !== undefined) return byFolder;
+  const m = /^s?(\d{1,2})$/.exec(wanted);
+  const matches = m === null ? [] : chapters.filter((c) => c.num === Number(m[1]));
+  if (matches.length === 1 && matches[0] !== undefined) return matches[0];
+  const ids = chapters.map((c) => c.id).join(", ");
+  if (matches.length > 1) {
+    const folders = matches.map((c) => c.folder).join(", ");
+    throw new CourseError(`ambiguous chapter "${ref}": matches ${folders}`);
+  }
+  throw new CourseError(`unknown chapter "${ref}": valid ids are ${ids || "(none)"}`);
+}
+
+/** Never part of a chapter: install and run-time artefacts. */
+const SKIP_DIRS = new Set(["node_modules", ".turbo", ".harness", ".git"]);
+
+/** Prose and package metadata: only compared with --all. */
+export function isCodeFile(rel: string): boolean {
+  const name = rel.split("/").pop() ?? rel;
+  if (/^README.*\.md$/.test(name)) return false;
+  return name !== "package.json" && name !== "tsconfig.json";
+}
+
+/** Relative posix paths of a chapter's files, sorted; code only unless `all`. */
+export function listFiles(dir: string, all = false): string[] {
+  const out: string[] = [];
+  const walk = (abs: string, rel: string) => {
+    for (const entry of fs.readdirSync(abs, { withFileTypes: true })) {
+      const childRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) {
+        if (!SKIP_DIRS.has(entry.name)) walk(path.join(abs, entry.name), childRel);
+      } else if (entry.isFile() && (all || isCodeFile(childRel))) {
+        out.push(childRel);
+      }
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir, "");
+  return out.sort(compareStrings);
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function readMaybe(file: string): Buffer | null {
+  try {
+    return fs.readFileSync(file);
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Line diff (Myers, O((N+M)·D)) and unified hunks
+
+export type EditKind = "equal" | "delete" | "insert";
+
+/** One line of an edit script. `text` keeps its "\n" (the last line may lack one). */
+export interface Edit {
+  kind: EditKind;
+  text: string;
+}
+
+/** Split into lines that keep their "\n", so a missing final newline is a real difference. */
+export function splitLines(text: string): string[] {
+  if (text === "") return [];
+  const lines = text.split("\n").map((line) => `${line}\n`);
+  const last = lines.length - 1;
+  // split() leaves "" after a final "\n"; otherwise the last line had no newline.
+  if (lines[last] === "\n") lines.pop();
+  else lines[last] = (lines[last] ?? "").slice(0, -1);
+  return lines;
+}
+
+/**
+ * Shortest edit script from `a` to `b` (Myers 1986). On ties the search prefers a
+ * deletion, so within each changed region deletions come before insertions, as in `diff -u`.
+ */
+export function diffLines(a: readonly string[], b: readonly string[]): Edit[] {
+  // Common prefix and suffix never need the search.
+  let pre = 0;
+  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+  let suf = 0;
+  while (
+    suf < a.length - pre &&
+    suf < b.length - pre &&
+    a[a.length - 1 - suf] === b[b.length - 1 - suf]
+  ) {
+    suf++;
+  }
+  const head: Edit[] = a.slice(0, pre).map((text) => ({ kind: "equal", text }));
+  const tail: Edit[] = a.slice(a.length - suf).map((text) => ({ kind: "equal", text }));
+  const middle = myers(a.slice(pre, a.length - suf), b.slice(pre, b.length - suf));
+  return [...head, ...middle, ...tail];
+}
+
+function myers(a: readonly string[], b: readonly string[]): Edit[] {
+  const n = a.length;
+  const m = b.length;
+  if (n === 0) return b.map((text) => ({ kind: "insert", text }));
+  if (m === 0) return a.map((text) => ({ kind: "delete", text }));
+  const max = n + m;
+  const off = max + 1;
+  // v[off + k] = furthest x reached on diagonal k; trace[d] = v before round d.
+  const v = new Int32Array(2 * max + 3);
+  const trace: Int32Array[] = [];
+  const at = (arr: Int32Array, k: number) => arr[off + k] ?? 0;
+  let found = false;
+  for (let d = 0; d <= max && !found; d++) {
+    trace.push(v.slice());
+    for (let k = -d; k <= d; k += 2) {
+      let x =
+        k === -d || (k !== d && at(v, k - 1) < at(v, k + 1)) ? at(v, k + 1) : at(v, k - 1) + 1;
+      let y = x - k;
+      while (x < n && y < m && a[x] === b[y]) {
+        x++;
+        y++;
+      }
+      v[off + k] = x;
+      if (x >= n && y >= m) {
+        found = true;
+        break;
+      }
+    }
+  }
+  // Walk back from (n, m) through the saved rounds.
+  const edits: Edit[] = [];
+  let x = n;
+  let y = m;
+  for (let d = trace.length - 1; d >= 0; d--) {
+    const prev = trace[d] ?? v;
+    const k = x - y;
+    const down = k === -d || (k !== d && at(prev, k - 1) < at(prev, k + 1));
+    const prevK = down ? k + 1 : k - 1;
+    const prevX = at(prev, prevK);
+    const prevY = prevX - prevK;
+    while (x > prevX && y > prevY) {
+      edits.push({ kind: "equal", text: a[x - 1] ?? "" });
+      x--;
+      y--;
+    }
+    if (d > 0) {
+      if (down) edits.push({ kind: "insert", text: b[y - 1] ?? "" });
+      else edits.push({ kind: "delete", text: a[x - 1] ?? "" });
+    }
+    x = prevX;
+    y = prevY;
+  }
+  return edits.reverse();
+}
+
+export interface Hunk {
+  oldStart: number;
+  oldCount: number;
+  newStart: number;
+  newCount: number;
+  edits: Edit[];
+}
+
+/** Group an edit script into unified-diff hunks with `context` lines around each change. */
+export function buildHunks(edits: readonly Edit[], context = 3): Hunk[] {
+  // Line positions before each edit, on both sides.
+  const oldPos: number[] = [];
+  const newPos: number[] = [];
+  let o = 0;
+  let nw = 0;
+  for (const edit of edits) {
+    oldPos.push(o);
+    newPos.push(nw);
+    if (edit.kind !== "insert") o++;
+    if (edit.kind !== "delete") nw++;
+  }
+  const changes: number[] = [];
+  edits.forEach((edit, i) => {
+    if (edit.kind !== "equal") changes.push(i);
+  });
+  const hunks: Hunk[] = [];
+  let i = 0;
+  while (i < changes.length) {
+    const first = changes[i] ?? 0;
+    let last = first;
+    // Merge the next change in when the equal lines between them fit in two contexts.
+    while (i + 1 < changes.length && (changes[i + 1] ?? 0) - last - 1 <= 2 * context) {
+      i++;
+      last = changes[i] ?? last;
+    }
+    i++;
+    const start = Math.max(0, first - context);
+    const end = Math.min(edits.length - 1, last + context);
+    const slice = edits.slice(start, end + 1);
+    const oldCount = slice.filter((e) => e.kind !== "insert").length;
+    const newCount = slice.filter((e) => e.kind !== "delete").length;
+    const o0 = oldPos[start] ?? 0;
+    const n0 = newPos[start] ?? 0;
+    hunks.push({
+      oldStart: oldCount === 0 ? o0 : o0 + 1,
+      oldCount,
+      newStart: newCount === 0 ? n0 : n0 + 1,
+      newCount,
+      edits: slice,
+    });
+  }
+  return hunks;
+}
+
+// ---------------------------------------------------------------------------
+// Comparing two chapters
+
+export type FileStatus = "added" | "removed" | "changed";
+
+export interface FileChange {
+  path: string;
+  status: FileStatus;
+  /** lines added / removed */
+  added: number;
+  removed: number;
+  binary: boolean;
+  hunks: Hunk[];
+}
+
+function isBinary(buf: Buffer): boolean {
+  return buf.includes(0);
+}
+
+/** Per-file changes from chapter `a` to chapter `b`, sorted by path; identical files left out. */
+export function compareChapters(a: Chapter | null, b: Chapter, all = false): FileChange[] {
+  const aFiles = a === null ? [] : listFiles(a.dir, all);
+  const bFiles = listFiles(b.dir, all);
+  const paths = [...new Set([...aFiles, ...bFiles])].sort(compareStrings);
+  const changes: FileChange[] = [];
+  for (const rel of paths) {
+    const before = a === null ? null : readMaybe(path.join(a.dir, rel));
+    const after = readMaybe(path.join(b.dir, rel));
+    if (before !== null && after !== null && before.equals(after)) continue;
+    const status: FileStatus = before === null ? "added" : after === null ? "removed" : "changed";
+    const empty = Buffer.alloc(0);
+    const binary = isBinary(before ?? empty) || isBinary(after ?? empty);
+    if (binary) {
+      changes.push({ path: rel, status, added: 0, removed: 0, binary, hunks: [] });
+      continue;
+    }
+    const edits = diffLines(
+      splitLines((before ?? empty).toString("utf8")),
+      splitLines((after ?? empty).toString("utf8")),
+    );
+    changes.push({
+      path: rel,
+      status,
+      added: edits.filter((e) => e.kind === "insert").length,
+      removed: edits.filter((e) => e.kind === "delete").length,
+      binary,
+      hunks: buildHunks(edits),
+    });
+  }
+  return changes;
+}
+
+function hunkLine(edit: Edit, color: boolean): string {
+  const mark = edit.kind === "insert" ? "+" : edit.kind === "delete" ? "-" : " ";
+  const hasNewline = edit.text.endsWith("\n");
+  const body = `${mark}${hasNewline ? edit.text.slice(0, -1) : edit.text}`;
+  const painted =
+    edit.kind === "insert" ? green(color, body) : edit.kind === "delete" ? red(color, body) : body;
+  return hasNewline ? `${painted}\n` : `${painted}\n\\ No newline at end of file\n`;
+}
+
+/** Unified diff text for one file; `aLabel`/`bLabel` are the chapter ids. */
+export function formatFileChange(
+  change: FileChange,
+  aLabel: string,
+  bLabel: string,
+  color = false,
+): string {
+  const from = change.status === "added" ? "/dev/null" : `${aLabel}/${change.path}`;
+  const to = change.status === "removed" ? "/dev/null" : `${bLabel}/${change.path}`;
+  if (change.binary) return `${bold(color, `Binary files ${from} and ${to} differ`)}\n`;
+  let text = `${bold(color, `--- ${from}`)}\n${bold(color, `+++ ${to}`)}\n`;
+  for (const hunk of change.hunks) {
+    const header = `@@ -${hunk.oldStart},${hunk.oldCount} +${hunk.newStart},${hunk.newCount} @@`;
+    text += `${cyan(color, header)}\n`;
+    for (const edit of hunk.edits) text += hunkLine(edit, color);
+  }
+  return text;
+}
+
+function summaryLine(changes: readonly FileChange[]): string {
+  const added = changes.reduce((sum, c) => sum + c.added, 0);
+  const removed = changes.reduce((sum, c) => sum + c.removed, 0);
+  const files = `${changes.length} ${changes.length === 1 ? "file" : "files"} changed`;
+  return `${files}, +${added} -${removed}`;
+}
+
+/** `course diff`: the whole diff text, ending with the summary line. */
+export function diffCommand(
+  root: string,
+  aRef: string,
+  bRef: string,
+  opts: { all?: boolean; color?: boolean } = {},
+): string {
+  const chapters = listChapters(root);
+  const a = resolveChapter(chapters, aRef);
+  const b = resolveChapter(chapters, bRef);
+  const changes = compareChapters(a, b, opts.all === true);
+  const body = changes.map((c) => formatFileChange(c, a.id, b.id, opts.color === true)).join("");
+  return `${body}${summaryLine(changes)}\n`;
+}
+
+// ---------------------------------------------------------------------------
+// stats
+
+export interface ChapterStats {
+  id: string;
+  folder: string;
+  filesAdded: number;
+  filesChanged: number;
+  filesRemoved: number;
+  linesAdded: number;
+  linesRemoved: number;
+  /** all code lines of the chapter itself */
+  codeLines: number;
+}
+
+/** One row per chapter: code changes against the previous chapter (s01 against nothing). */
+export function computeStats(root: string): ChapterStats[] {
+  const chapters = listChapters(root);
+  return chapters.map((chapter, i) => {
+    const changes = compareChapters(chapters[i - 1] ?? null, chapter);
+    const count = (status: FileStatus) => changes.filter((c) => c.status === status).length;
+    const codeLines = listFiles(chapter.dir).reduce((sum, rel) => {
+      const buf = fs.readFileSync(path.join(chapter.dir, rel));
+      return sum + (isBinary(buf) ? 0 : splitLines(buf.toString("utf8")).length);
+    }, 0);
+    return {
+      id: chapter.id,
+      folder: chapter.folder,
+      filesAdded: count("added"),
+      filesChanged: count("changed"),
+      filesRemoved: count("removed"),
+      linesAdded: changes.reduce((sum, c) => sum + c.added, 0),
+      linesRemoved: changes.reduce((sum, c) => sum + c.removed, 0),
+      codeLines,
+    };
+  });
+}
+
+/** A padded Markdown table (text columns left-aligned, numbers right-aligned). */
+export function formatStatsTable(rows: readonly ChapterStats[]): string {
+  const header = [
+    "Chapter",
+    "Folder",
+    "Files added",
+    "Files changed",
+    "Files removed",
+    "Lines added",
+    "Lines removed",
+    "Code lines",
+  ];
+  const body = rows.map((r) => [
+    r.id,
+    `\`${r.folder}\``,
+    String(r.filesAdded),
+    String(r.filesChanged),
+    String(r.filesRemoved),
+    String(r.linesAdded),
+    String(r.linesRemoved),
+    String(r.codeLines),
+  ]);
+  const widths = header.map((h, col) =>
+    Math.max(h.length, ...body.map((cells) => (cells[col] ?? "").length)),
+  );
+  const numeric = (col: number) => col >= 2;
+  const row = (cells: readonly string[]) =>
+    `| ${cells
+      .map((cell, col) => {
+        const w = widths[col] ?? cell.length;
+        return numeric(col) ? cell.padStart(w) : cell.padEnd(w);
+      })
+      .join(" | ")} |`;
+  const rule = `| ${widths
+    .map((w, col) => (numeric(col) ? `${"-".repeat(w - 1)}:` : `:${"-".repeat(w - 1)}`))
+    .join(" | ")} |`;
+  return `${[row(header), rule, ...body.map(row)].join("\n")}\n`;
+}
+
+// ---------------------------------------------------------------------------
+// sync
+
+export type SyncStatus = "updated" | "up-to-date" | "absent" | "merge";
+
+export interface SyncEntry {
+  id: string;
+  /** repo-relative path of this chapter's copy, e.g. chapters/s08-x/src/bash.ts */
+  file: string;
+  status: SyncStatus;
+}
+
+export interface SyncResult {
+  /** repo-relative path of the edited copy */
+  source: string;
+  /** where the old version came from: "git HEAD" or the --old path */
+  oldFrom: string;
+  /** true when the edited copy equals its old version: nothing was walked */
+  unchanged: boolean;
+  entries: SyncEntry[];
+}
+
+export interface SyncOptions {
+  /** file holding the old content, instead of `git show HEAD:…` */
+  oldPath?: string;
+  dryRun?: boolean;
+}
+
+/** `<file>` relative to a chapter folder, posix, not escaping it. */
+function chapterRelative(file: string, from: Chapter): string {
+  let rel = file.replace(/\\/g, "/").replace(/^\.\//, "");
+  // Be forgiving: "chapters/s07-x/src/a.ts" or "s07-x/src/a.ts" for the --from chapter.
+  for (const prefix of [`chapters/${from.folder}/`, `${from.folder}/`]) {
+    if (rel.startsWith(prefix)) rel = rel.slice(prefix.length);
+  }
+  const normal = path.posix.normalize(rel);
+  if (
+    normal === "." ||
+    normal.startsWith("../") ||
+    normal === ".." ||
+    path.posix.isAbsolute(normal)
+  ) {
+    throw new CourseError(
+      `sync: "${file}" must be a path inside a chapter folder, e.g. src/bash.ts`,
+    );
+  }
+  return normal;
+}
+
+/** The committed version of a repo-relative path, or null when git/HEAD does not have it. */
+export function gitHeadVersion(root: string, repoRel: string): Buffer | null {
+  try {
+    return execFileSync("git", ["-C", root, "show", `HEAD:./${repoRel}`], {
+      stdio: ["ignore", "pipe", "ignore"],
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** `course sync`: push the edit of `<file>` in chapter `from` into later chapters that still hold the old version. */
+export function syncFile(
+  root: string,
+  file: string,
+  fromRef: string,
+  opts: SyncOptions = {},
+): SyncResult {
+  const chapters = listChapters(root);
+  const from = resolveChapter(chapters, fromRef);
+  const rel = chapterRelative(file, from);
+  const source = `chapters/${from.folder}/${rel}`;
+  const next = readMaybe(path.join(from.dir, rel));
+  if (next === null) throw new CourseError(`sync: ${source} does not exist`);
+
+  let old: Buffer | null;
+  let oldFrom: string;
+  if (opts.oldPath !== undefined) {
+    old = readMaybe(path.resolve(opts.oldPath));
+    oldFrom = opts.oldPath;
+    if (old === null) throw new CourseError(`sync: cannot read --old file ${opts.oldPath}`);
+  } else {
+    old = gitHeadVersion(root, source);
+    oldFrom = "git HEAD";
+    if (old === null) {
+      throw new CourseError(
+        `sync: git has no committed version of ${source} (HEAD:${source}); pass --old <file> with the content before your edit`,
+      );
+    }
+  }
+  const result: SyncResult = { source, oldFrom, unchanged: old.equals(next), entries: [] };
+  if (result.unchanged) return result;
+
+  for (const chapter of chapters) {
+    if (chapter.num <= from.num) continue;
+    const target = `chapters/${chapter.folder}/${rel}`;
+    const copy = readMaybe(path.join(chapter.dir, rel));
+    let status: SyncStatus;
+    if (copy === null) status = "absent";
+    else if (copy.equals(next)) status = "up-to-date";
+    else if (copy.equals(old)) status = "updated";
+    else status = "merge";
+    if (status === "updated" && opts.dryRun !== true)
+      fs.writeFileSync(path.join(chapter.dir, rel), next);
+    result.entries.push({ id: chapter.id, file: target, status });
+  }
+  return result;
+}
+
+function formatSync(result: SyncResult, dryRun: boolean, color: boolean): string {
+  if (result.unchanged) {
+    return `nothing to sync: ${result.source} is the same as its old version (${result.oldFrom})\n`;
+  }
+  const lines: string[] = [];
+  const counts = { updated: 0, "up-to-date": 0, absent: 0, merge: 0 };
+  for (const entry of result.entries) {
+    counts[entry.status]++;
+    if (entry.status === "updated") {
+      lines.push(green(color, `${dryRun ? "would update" : "updated"} ${entry.id}: ${entry.file}`));
+    } else if (entry.status === "up-to-date") {
+      lines.push(`${entry.id}: already up to date`);
+    } else if (entry.status === "absent") {
+      lines.push(`${entry.id}: absent`);
+    } else {
+      lines.push(red(color, `${entry.id}: merge by hand: ${entry.file}`));
+    }
+  }
+  const later = result.entries.length === 0 ? " (no later chapters)" : "";
+  lines.push(
+    `sync ${result.source} (old version from ${result.oldFrom})${later}: ` +
+      `${counts.updated} ${dryRun ? "would be updated" : "updated"}, ${counts["up-to-date"]} already up to date, ` +
+      `${counts.absent} absent, ${counts.merge} to merge by hand${dryRun ? " — dry run, nothing written" : ""}`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+// ---------------------------------------------------------------------------
+// check
+
+const FOLDER_NAME = /^s\d\d-[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+function checkPackage(chapter: Chapter): string[] {
+  const where = `chapters/${chapter.folder}/package.json`;
+  const raw = readMaybe(path.join(chapter.dir, "package.json"));
+  if (raw === null) return [`${where}: missing`];
+  let pkg: unknown;
+  try {
+    pkg = JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    return [`${where}: does not parse (${err instanceof Error ? err.message : String(err)})`];
+  }
+  if (typeof pkg !== "object" || pkg === null || Array.isArray(pkg))
+    return [`${where}: not a JSON object`];
+  const record = pkg as Record<string, unknown>;
+  const problems: string[] = [];
+  if (record.name !== chapter.id) {
+    problems.push(`${where}: name is ${JSON.stringify(record.name)}, expected "${chapter.id}"`);
+  }
+  const scripts = record.scripts;
+  const scriptMap =
+    typeof scripts === "object" && scripts !== null ? (scripts as Record<string, unknown>) : {};
+  for (const script of ["start", "demo"]) {
+    if (typeof scriptMap[script] !== "string")
+      problems.push(`${where}: missing script "${script}"`);
+  }
+  return problems;
+}
+
+function checkDrift(prev: Chapter, chapter: Chapter, next: Chapter): string[] {
+  const problems: string[] = [];
+  const nextFiles = new Set(listFiles(next.dir));
+  for (const rel of listFiles(prev.dir)) {
+    if (!nextFiles.has(rel)) continue;
+    const before = readMaybe(path.join(prev.dir, rel));
+    const after = readMaybe(path.join(next.dir, rel));
+    if (before === null || after === null || !before.equals(after)) continue;
+    const here = readMaybe(path.join(chapter.dir, rel));
+    if (here?.equals(before)) continue;
+    const file = `chapters/${chapter.folder}/${rel}`;
+    problems.push(
+      here === null
+        ? `drift: ${file} is missing, but ${prev.id} and ${next.id} have identical copies — restore it (or remove it from later chapters too)`
+        : `drift: ${file} differs from both ${prev.id} and ${next.id}, which are identical — carry the fix forward with course sync`,
+    );
+  }
+  return problems;
+}
+
+/** `course check`: one line per problem; empty when the course is consistent. */
+export function checkCourse(root: string): string[] {
+  const problems: string[] = [];
+  const base = path.join(root, "chapters");
+  const chapters = listChapters(root);
+  for (const entry of fs.readdirSync(base, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name.startsWith(".") || SKIP_DIRS.has(entry.name)) continue;
+    if (!FOLDER_NAME.test(entry.name)) {
+      problems.push(
+        `chapters/${entry.name}: folder name must be sNN-name (lowercase words joined by "-")`,
+      );
+    }
+  }
+  if (chapters.length === 0) problems.push("chapters/: no chapter folders (sNN-name)");
+  chapters.forEach((chapter, i) => {
+    const expected = i + 1;
+    if (chapter.num !== expected) {
+      const want = `s${String(expected).padStart(2, "0")}`;
+      const after = i === 0 ? "as the first chapter" : `after ${chapters[i - 1]?.folder}`;
+      problems.push(
+        `chapters/${chapter.folder}: numbering must run from s01 without gaps — expected ${want} ${after}`,
+      );
+    }
+  });
+  for (const chapter of chapters) {
+    const at = (rel: string) => `chapters/${chapter.folder}/${rel}`;
+    problems.push(...checkPackage(chapter));
+    for (const readme of ["README.md", "README.ja.md"]) {
+      const text = readMaybe(path.join(chapter.dir, readme));
+      if (text === null) problems.push(`${at(readme)}: missing`);
+      else if (text.toString("utf8").trim() === "") problems.push(`${at(readme)}: empty`);
+    }
+    for (const src of ["src/main.ts", "src/demo.ts"]) {
+      if (!fs.existsSync(path.join(chapter.dir, src))) problems.push(`${at(src)}: missing`);
+    }
+  }
+  for (let i = 1; i + 1 < chapters.length; i++) {
+    const prev = chapters[i - 1];
+    const chapter = chapters[i];
+    const next = chapters[i + 1];
+    if (prev !== undefined && chapter !== undefined && next !== undefined) {
+      problems.push(...checkDrift(prev, chapter, next));
+    }
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------
+// CLI
+
+export const USAGE = `Usage: pnpm course <command> [options]
+
+Commands:
+  diff <a> <b> [--all]    unified diff of chapter a → chapter b (code only;
+                          --all adds READMEs, package.json, tsconfig.json)
+  stats                   Markdown table: what each chapter adds to the previous one
+  sync <file> --from <sNN> [--old <path>] [--dry-run]
+                          carry an edit of <file> (relative to the chapter folder,
+                          e.g. src/bash.ts) made in sNN forward to later chapters
+                          that still hold the old version (old = git HEAD, or --old)
+  check                   verify chapter layout, package.json, READMEs and drift
+
+A chapter is its id (s07), its folder name (s07-skills) or its number (7).
+Options: --root <dir>  repo root (default: this repository)   -h, --help  this text
+`;
+
+const OPTIONS = {
+  root: { type: "string" },
+  all: { type: "boolean" },
+  from: { type: "string" },
+  old: { type: "string" },
+  "dry-run": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+const ALLOWED: Record<string, readonly string[]> = {
+  diff: ["root", "all"],
+  stats: ["root"],
+  sync: ["root", "from", "old", "dry-run"],
+  check: ["root"],
+};
+
+const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0 };
+
+const parse = (argv: readonly string[]) =>
+  parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+
+/** Run the CLI; returns the exit code. */
+export function main(argv: readonly string[], io: Io = processIo()): number {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    io.error(`course: ${err instanceof Error ? err.message : String(err)}\n`);
+    io.error("Run `pnpm course --help` for usage.\n");
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...args] = positionals;
+  if (values.help === true || command === undefined) {
+    io.write(USAGE);
+    return 0;
+  }
+  const allowed = ALLOWED[command];
+  if (allowed === undefined) {
+    io.error(`course: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  for (const [name, value] of Object.entries(values)) {
+    if (value !== undefined && !allowed.includes(name)) {
+      io.error(`course ${command}: option --${name} does not apply here\n`);
+      return 2;
+    }
+  }
+  if (args.length !== ARITY[command]) {
+    const usage = USAGE.split("\n").find(
+      (line) => line.trimStart().startsWith(`${command} `) || line.trim() === command,
+    );
+    io.error(
+      `course ${command}: expected ${ARITY[command]} argument(s), got ${args.length}\n  ${usage?.trim() ?? ""}\n`,
+    );
+    return 2;
+  }
+  const root = path.resolve(values.root ?? DEFAULT_ROOT);
+  try {
+    switch (command) {
+      case "diff":
+        io.write(
+          diffCommand(root, args[0] ?? "", args[1] ?? "", {
+            all: values.all === true,
+            color: io.color,
+          }),
+        );
+        return 0;
+      case "stats":
+        io.write(formatStatsTable(computeStats(root)));
+        return 0;
+      case "sync": {
+        if (values.from === undefined) {
+          io.error("course sync: --from <sNN> is required (the chapter holding the edited copy)\n");
+          return 2;
+        }
+        const dryRun = values["dry-run"] === true;
+        const result = syncFile(root, args[0] ?? "", values.from, {
+          dryRun,
+          ...(values.old !== undefined ? { oldPath: values.old } : {}),
+        });
+        io.write(formatSync(result, dryRun, io.color));
+        return result.entries.some((e) => e.status === "merge") ? 1 : 0;
+      }
+      default: {
+        const problems = checkCourse(root);
+        const count = listChapters(root).length;
+        for (const problem of problems) io.write(`${red(io.color, problem)}\n`);
+        if (problems.length === 0) {
+          io.write(`course check: ${count} chapters OK\n`);
+          return 0;
+        }
+        const noun = problems.length === 1 ? "problem" : "problems";
+        io.write(`course check: ${problems.length} ${noun} in ${count} chapters\n`);
+        return 1;
+      }
+    }
+  } catch (err) {
+    if (err instanceof CourseError) {
+      io.error(`course ${command}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    throw err;
+  }
+}
+
+function isEntry(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  return real(path.resolve(script)) === real(fileURLToPath(import.meta.url));
+}
+
+if (isEntry()) process.exitCode = main(process.argv.slice(2));

@@ -1,0 +1,719 @@
+/**
+ * A local stand-in for the Anthropic Messages API. It listens on 127.0.0.1, checks each request
+ * the way the real API does (auth, JSON, the shape of `messages` and `tools`, tool_use/tool_result
+ * pairing) and answers valid ones from a scripted model, as a complete Message or as the real
+ * server-sent event sequence. Faults (HTTP errors, dropped connections) can be scripted or
+ * injected with `failNext`.
+ *
+ * Point the real SDK at it with `baseURL: server.url` (or ANTHROPIC_BASE_URL).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import type Anthropic from "@anthropic-ai/sdk";
+import {
+  isScriptedDrop,
+  isScriptedError,
+  type MessageRequest,
+  type ScriptedAnswer,
+  type ScriptedBlock,
+  type ScriptedDrop,
+  type ScriptedError,
+  ScriptedModel,
+  type ScriptedReply,
+  stopReasonOf,
+  toolUseIdGenerator,
+  withToolUseIds,
+} from "./scripted.ts";
+
+export interface ReceivedRequest {
+  method: string;
+  /** The path without its query string, e.g. "/v1/messages". */
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  rawBody: string;
+  /** The parsed JSON body, or undefined when the body is not JSON. */
+  body: unknown;
+  /**
+   * Why the server refused the request before consulting the script (the error message of a
+   * 400, 401 or 404 it produced itself), or null. A refused request never consumes a step.
+   */
+  rejected: string | null;
+}
+
+export interface FakeServerOptions {
+  model: ScriptedModel | ((req: MessageRequest) => ScriptedAnswer);
+  /** When given, a request for any other model gets 404 not_found_error "model: <id>". */
+  knownModels?: string[];
+  /** Delay before answering each request. */
+  latencyMs?: number;
+}
+
+export interface FakeServer {
+  /** "http://127.0.0.1:<port>": pass as baseURL / ANTHROPIC_BASE_URL. */
+  url: string;
+  /** Every request, in arrival order, including refused ones. */
+  requests: ReceivedRequest[];
+  /** Queue a one-shot fault for the next valid request (FIFO); it takes precedence over the model. */
+  failNext(answer: ScriptedError | ScriptedDrop): void;
+  /** Closes the server and every open socket. */
+  close(): Promise<void>;
+}
+
+const MESSAGES_PATH = "/v1/messages";
+const DEFAULT_DROP_AFTER_EVENTS = 2;
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
+const STREAM_TEXT_CHUNK = 12;
+const STREAM_JSON_CHUNK = 24;
+const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+// ---------------------------------------------------------------------------------------------
+// Validation: the checks the real API makes before generating, with its wording.
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const EMPTY_TEXT = "messages: text content blocks must be non-empty";
+const WHITESPACE_TEXT = "messages: text content blocks must contain non-whitespace text";
+
+/** The error for a text value that is empty or whitespace only, else null. */
+function textProblem(text: string): string | null {
+  if (text === "") return EMPTY_TEXT;
+  if (text.trim() === "") return WHITESPACE_TEXT;
+  return null;
+}
+
+function validateTools(tools: unknown): string | null {
+  if (tools === undefined || tools === null) return null;
+  if (!Array.isArray(tools)) return "tools: Input should be a valid list";
+  const names = new Set<string>();
+  let duplicate = false;
+  for (const [i, tool] of tools.entries()) {
+    if (!isObject(tool)) return `tools.${i}: Input should be a valid dictionary`;
+    const kind = typeof tool.type === "string" && tool.type !== "custom" ? tool.type : "custom";
+    const name = tool.name;
+    if (name === undefined) return `tools.${i}.${kind}.name: Field required`;
+    if (typeof name !== "string") return `tools.${i}.${kind}.name: Input should be a valid string`;
+    if (!TOOL_NAME_PATTERN.test(name)) {
+      return `tools.${i}.${kind}.name: String should match pattern '${TOOL_NAME_PATTERN.source}'`;
+    }
+    if (names.has(name)) duplicate = true;
+    names.add(name);
+  }
+  return duplicate ? "tools: Tool names must be unique." : null;
+}
+
+/** Checks one content block; `path` is e.g. "messages.2.content.0". */
+function validateBlock(block: unknown, path: string): string | null {
+  if (!isObject(block)) return `${path}: Input should be a valid dictionary`;
+  if (block.type === undefined) return `${path}.type: Field required`;
+  if (typeof block.type !== "string") return `${path}.type: Input should be a valid string`;
+  switch (block.type) {
+    case "text": {
+      if (block.text === undefined) return `${path}.text.text: Field required`;
+      if (typeof block.text !== "string")
+        return `${path}.text.text: Input should be a valid string`;
+      return textProblem(block.text);
+    }
+    case "tool_use": {
+      if (typeof block.id !== "string") return `${path}.tool_use.id: Field required`;
+      if (typeof block.name !== "string") return `${path}.tool_use.name: Field required`;
+      if (block.input === undefined) return `${path}.tool_use.input: Field required`;
+      return null;
+    }
+    case "tool_result": {
+      if (typeof block.tool_use_id !== "string") {
+        return `${path}.tool_result.tool_use_id: Field required`;
+      }
+      if (Array.isArray(block.content)) {
+        for (const [k, inner] of block.content.entries()) {
+          const problem = validateBlock(inner, `${path}.tool_result.content.${k}`);
+          if (problem) return problem;
+        }
+      }
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+function blocksOf(message: JsonObject): JsonObject[] {
+  return Array.isArray(message.content) ? message.content.filter(isObject) : [];
+}
+
+function toolUseIds(message: JsonObject): string[] {
+  if (message.role !== "assistant") return [];
+  return blocksOf(message)
+    .filter((b) => b.type === "tool_use" && typeof b.id === "string")
+    .map((b) => b.id as string);
+}
+
+/** The tool_use_ids of the tool_result blocks that open a user message, before any other block. */
+function leadingToolResultIds(message: JsonObject | undefined): Set<string> {
+  const ids = new Set<string>();
+  if (message?.role !== "user") return ids;
+  for (const block of blocksOf(message)) {
+    if (block.type !== "tool_result") break;
+    if (typeof block.tool_use_id === "string") ids.add(block.tool_use_id);
+  }
+  return ids;
+}
+
+/** tool_use ids must be unique and answered; tool_result blocks must answer the turn before. */
+function validatePairing(messages: JsonObject[]): string | null {
+  const seenToolUse = new Set<string>();
+  for (const [i, message] of messages.entries()) {
+    if (message.role === "assistant") {
+      for (const [j, block] of (Array.isArray(message.content) ? message.content : []).entries()) {
+        if (!isObject(block) || block.type !== "tool_use" || typeof block.id !== "string") continue;
+        if (seenToolUse.has(block.id))
+          return `messages.${i}.content.${j}: \`tool_use\` ids must be unique`;
+        seenToolUse.add(block.id);
+      }
+      const ids = toolUseIds(message);
+      const answered = leadingToolResultIds(messages[i + 1]);
+      const missing = ids.filter((id) => !answered.has(id));
+      if (missing.length > 0) {
+        return (
+          `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately ` +
+          `after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding ` +
+          "`tool_result` block in the next message."
+        );
+      }
+    }
+    if (message.role === "user" && Array.isArray(message.content)) {
+      const previous = i > 0 ? messages[i - 1] : undefined;
+      const offered = new Set(previous ? toolUseIds(previous) : []);
+      const answered = new Set<string>();
+      for (const [j, block] of message.content.entries()) {
+        if (!isObject(block) || block.type !== "tool_result") continue;
+        const id = String(block.tool_use_id);
+        if (!offered.has(id)) {
+          return (
+            `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` ` +
+            `blocks: ${id}. Each \`tool_result\` block must have a corresponding \`tool_use\` ` +
+            "block in the previous message."
+          );
+        }
+        if (answered.has(id)) {
+          return (
+            `messages.${i}.content.${j}: each \`tool_use\` must have a single result. ` +
+            `Found multiple \`tool_result\` blocks with id: ${id}`
+          );
+        }
+        answered.add(id);
+      }
+    }
+  }
+  return null;
+}
+
+function validateMessages(messages: unknown[]): string | null {
+  for (const [i, message] of messages.entries()) {
+    if (!isObject(message)) return `messages.${i}: Input should be a valid dictionary`;
+    if (message.role === undefined) return `messages.${i}.role: Field required`;
+    if (message.role !== "user" && message.role !== "assistant") {
+      return `messages: Unexpected role ${JSON.stringify(message.role)}. Allowed roles are "user" or "assistant"`;
+    }
+  }
+  const all = messages as JsonObject[];
+  if (all[0]?.role !== "user") return 'messages: first message must use the "user" role';
+  for (const [i, message] of all.entries()) {
+    const content = message.content;
+    const isFinalAssistant = i === all.length - 1 && message.role === "assistant";
+    const emptyProblem = isFinalAssistant
+      ? `messages.${i}: the final assistant message must have non-empty content`
+      : `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
+    if (content === undefined) return `messages.${i}.content: Field required`;
+    if (typeof content === "string") {
+      if (content === "") return emptyProblem;
+      const problem = textProblem(content);
+      if (problem) return problem;
+      continue;
+    }
+    if (!Array.isArray(content)) return `messages.${i}.content: Input should be a valid list`;
+    if (content.length === 0) return emptyProblem;
+    for (const [j, block] of content.entries()) {
+      const problem = validateBlock(block, `messages.${i}.content.${j}`);
+      if (problem) return problem;
+    }
+  }
+  return validatePairing(all);
+}
+
+/**
+ * Checks a Messages API request body as the real API would before generating. Returns the
+ * invalid_request_error message for the first problem found, or null when the body is valid.
+ */
+export function validateMessageRequest(body: unknown): string | null {
+  if (!isObject(body)) return "Input should be a valid dictionary or object to extract fields from";
+  const maxTokens = body.max_tokens;
+  if (maxTokens === undefined) return "max_tokens: Field required";
+  if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens)) {
+    return "max_tokens: Input should be a valid integer";
+  }
+  if (maxTokens < 1) return "max_tokens: Input should be greater than or equal to 1";
+  const model = body.model;
+  if (model === undefined) return "model: Field required";
+  if (typeof model !== "string") return "model: Input should be a valid string";
+  if (model.trim() === "") return "model: String should have at least 1 character";
+  const messages = body.messages;
+  if (messages === undefined) return "messages: Field required";
+  if (!Array.isArray(messages)) return "messages: Input should be a valid list";
+  if (messages.length === 0) return "messages: at least one message is required";
+  return validateTools(body.tools) ?? validateMessages(messages);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building answers.
+
+function randomId(prefix: string, length = 24): string {
+  const bytes = randomBytes(length);
+  let id = prefix;
+  for (const byte of bytes) id += ID_ALPHABET[byte % ID_ALPHABET.length];
+  return id;
+}
+
+function defaultSignature(thinkingText: string): string {
+  return createHash("sha256").update(`fake-server thinking:${thinkingText}`).digest("base64");
+}
+
+function blockChars(block: ScriptedBlock): number {
+  switch (block.type) {
+    case "text":
+      return block.text.length;
+    case "thinking":
+      return block.thinking.length;
+    case "redacted_thinking":
+      return block.data.length;
+    case "tool_use":
+      return block.name.length + JSON.stringify(block.input).length;
+  }
+}
+
+function toContentBlock(block: ScriptedBlock, nextId: () => string): Anthropic.ContentBlock {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: block.text, citations: null };
+    case "thinking":
+      return {
+        type: "thinking",
+        thinking: block.thinking,
+        signature: block.signature ?? defaultSignature(block.thinking),
+      };
+    case "redacted_thinking":
+      return { type: "redacted_thinking", data: block.data };
+    case "tool_use":
+      return {
+        type: "tool_use",
+        id: block.id ?? nextId(),
+        name: block.name,
+        input: block.input,
+        caller: { type: "direct" },
+      };
+  }
+}
+
+function buildUsage(reply: ScriptedReply, rawBody: string): Anthropic.Usage {
+  const outputChars = reply.content.reduce((sum, b) => sum + blockChars(b), 0);
+  const thinkingChars = reply.content.reduce(
+    (sum, b) => sum + (b.type === "thinking" ? b.thinking.length : 0),
+    0,
+  );
+  const input = reply.usage?.input_tokens ?? Math.max(1, Math.ceil(rawBody.length / 4));
+  const output = reply.usage?.output_tokens ?? Math.max(1, Math.ceil(outputChars / 4));
+  const cacheRead = reply.usage?.cache_read_input_tokens ?? 0;
+  const cacheCreation = reply.usage?.cache_creation_input_tokens ?? 0;
+  return {
+    input_tokens: input,
+    output_tokens: output,
+    cache_read_input_tokens: cacheRead,
+    cache_creation_input_tokens: cacheCreation,
+    cache_creation: { ephemeral_5m_input_tokens: cacheCreation, ephemeral_1h_input_tokens: 0 },
+    output_tokens_details:
+      thinkingChars > 0
+        ? { thinking_tokens: Math.min(output, Math.ceil(thinkingChars / 4)) }
+        : null,
+    server_tool_use: null,
+    service_tier: "standard",
+    inference_geo: null,
+    speed: null,
+  };
+}
+
+function buildMessage(
+  reply: ScriptedReply,
+  model: string,
+  rawBody: string,
+  nextId: () => string,
+): Anthropic.Message {
+  return {
+    id: randomId("msg_"),
+    type: "message",
+    role: "assistant",
+    model,
+    content: reply.content.map((b) => toContentBlock(b, nextId)),
+    stop_reason: stopReasonOf(reply),
+    stop_sequence: null,
+    stop_details: null,
+    container: null,
+    diagnostics: null,
+    usage: buildUsage(reply, rawBody),
+  };
+}
+
+/** Splits `s` into pieces of at most `size` code points (never splitting a surrogate pair). */
+function chunks(s: string, size: number): string[] {
+  const points = Array.from(s);
+  if (points.length === 0) return [""];
+  const out: string[] = [];
+  for (let i = 0; i < points.length; i += size) out.push(points.slice(i, i + size).join(""));
+  return out;
+}
+
+/** The event sequence the real API streams for `message`. */
+function streamEvents(message: Anthropic.Message): Anthropic.RawMessageStreamEvent[] {
+  const events: Anthropic.RawMessageStreamEvent[] = [
+    {
+      type: "message_start",
+      message: {
+        ...message,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        stop_details: null,
+        usage: { ...message.usage, output_tokens: 1, output_tokens_details: null },
+      },
+    },
+  ];
+  for (const [index, block] of message.content.entries()) {
+    switch (block.type) {
+      case "text": {
+        events.push({ type: "content_block_start", index, content_block: { ...block, text: "" } });
+        for (const piece of chunks(block.text, STREAM_TEXT_CHUNK)) {
+          events.push({
+            type: "content_block_delta",
+            index,
+            delta: { type: "text_delta", text: piece },
+          });
+        }
+        break;
+      }
+      case "thinking": {
+        events.push({
+          type: "content_block_start",
+          index,
+          content_block: { type: "thinking", thinking: "", signature: "" },
+        });
+        for (const piece of chunks(block.thinking, STREAM_TEXT_CHUNK)) {
+          events.push({
+            type: "content_block_delta",
+            index,
+            delta: { type: "thinking_delta", thinking: piece },
+          });
+        }
+        events.push({
+          type: "content_block_delta",
+          index,
+          delta: { type: "signature_delta", signature: block.signature },
+        });
+        break;
+      }
+      case "tool_use": {
+        events.push({ type: "content_block_start", index, content_block: { ...block, input: {} } });
+        const json = JSON.stringify(block.input);
+        const size = Math.max(
+          1,
+          Math.min(STREAM_JSON_CHUNK, Math.ceil(Array.from(json).length / 2)),
+        );
+        for (const piece of chunks(json, size)) {
+          events.push({
+            type: "content_block_delta",
+            index,
+            delta: { type: "input_json_delta", partial_json: piece },
+          });
+        }
+        break;
+      }
+      default:
+        // redacted_thinking (and anything else) arrives whole in content_block_start.
+        events.push({ type: "content_block_start", index, content_block: block });
+        break;
+    }
+    events.push({ type: "content_block_stop", index });
+  }
+  events.push({
+    type: "message_delta",
+    delta: {
+      stop_reason: message.stop_reason,
+      stop_sequence: message.stop_sequence,
+      stop_details: null,
+      container: null,
+    },
+    usage: {
+      input_tokens: message.usage.input_tokens,
+      cache_creation_input_tokens: message.usage.cache_creation_input_tokens,
+      cache_read_input_tokens: message.usage.cache_read_input_tokens,
+      output_tokens: message.usage.output_tokens,
+      output_tokens_details: message.usage.output_tokens_details,
+      server_tool_use: null,
+    },
+  });
+  events.push({ type: "message_stop" });
+  return events;
+}
+
+function sseFrame(event: Anthropic.RawMessageStreamEvent): string {
+  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP plumbing.
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  requestId: string,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    ...extraHeaders,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(payload),
+    "request-id": requestId,
+  });
+  res.end(payload);
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  opts: { retryable?: boolean; headers?: Record<string, string> } = {},
+): void {
+  const requestId = randomId("req_");
+  const headers = { ...opts.headers, "x-should-retry": opts.retryable ? "true" : "false" };
+  const body = { type: "error", error: { type, message }, request_id: requestId };
+  sendJson(res, status, body, requestId, headers);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let done = false;
+    req.on("data", (chunk: Buffer) => parts.push(chunk));
+    req.on("end", () => {
+      done = true;
+      resolve(Buffer.concat(parts).toString("utf8"));
+    });
+    req.on("error", (err) => {
+      done = true;
+      reject(err);
+    });
+    req.on("close", () => {
+      if (!done) reject(new Error("request closed before its body was complete"));
+    });
+  });
+}
+
+/** Writes `data` and waits until it is flushed, or until the response is gone. */
+function writeAsync(res: ServerResponse, data: string): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("close", done);
+      resolve();
+    };
+    res.once("close", done);
+    res.write(data, () => done());
+  });
+}
+
+/** A delay that does not by itself keep the process alive. */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
+}
+
+function hasAuth(headers: IncomingMessage["headers"]): boolean {
+  const apiKey = headers["x-api-key"];
+  if (typeof apiKey === "string" && apiKey.trim() !== "") return true;
+  const authorization = headers.authorization;
+  return typeof authorization === "string" && /^Bearer\s+\S+/i.test(authorization);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Starts a fake Messages API server on 127.0.0.1 at a random port. */
+export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServer> {
+  const requests: ReceivedRequest[] = [];
+  const faults: (ScriptedError | ScriptedDrop)[] = [];
+  const sockets = new Set<Socket>();
+  const nextToolUseId = toolUseIdGenerator("FakeServer");
+  const model = opts.model;
+  const answerFor =
+    model instanceof ScriptedModel
+      ? (req: MessageRequest) => model.answer(req)
+      : (req: MessageRequest) => model(req);
+
+  async function streamReply(res: ServerResponse, message: Anthropic.Message, dropAfter?: number) {
+    const events = streamEvents(message);
+    const limit = dropAfter === undefined ? events.length : Math.min(dropAfter, events.length - 1);
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "request-id": randomId("req_"),
+    });
+    res.flushHeaders();
+    for (const event of events.slice(0, limit)) {
+      if (res.destroyed) return;
+      await writeAsync(res, sseFrame(event));
+    }
+    if (dropAfter === undefined) res.end();
+    else res.socket?.destroy();
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const record: ReceivedRequest = {
+      method: req.method ?? "",
+      path: url.pathname,
+      headers: { ...req.headers },
+      rawBody: "",
+      body: undefined,
+      rejected: null,
+    };
+    requests.push(record);
+    const rawBody = await readBody(req);
+    record.rawBody = rawBody;
+    let parseError: string | null = null;
+    try {
+      record.body = JSON.parse(rawBody) as unknown;
+    } catch (err) {
+      parseError = errorMessage(err);
+    }
+    if (opts.latencyMs !== undefined && opts.latencyMs > 0) await sleep(opts.latencyMs);
+
+    const refuse = (status: number, type: string, message: string): void => {
+      record.rejected = message;
+      sendError(res, status, type, message);
+    };
+    if (record.method !== "POST" || record.path !== MESSAGES_PATH) {
+      return refuse(404, "not_found_error", "Not Found");
+    }
+    if (!hasAuth(req.headers)) {
+      return refuse(401, "authentication_error", "x-api-key header is required");
+    }
+    if (parseError !== null) {
+      return refuse(
+        400,
+        "invalid_request_error",
+        `The request body is not valid JSON: ${parseError}`,
+      );
+    }
+    const problem = validateMessageRequest(record.body);
+    if (problem !== null) return refuse(400, "invalid_request_error", problem);
+    const request = record.body as MessageRequest;
+    if (opts.knownModels && !opts.knownModels.includes(request.model)) {
+      return refuse(404, "not_found_error", `model: ${request.model}`);
+    }
+
+    let answer: ScriptedAnswer;
+    const fault = faults.shift();
+    if (fault) {
+      answer = fault;
+    } else {
+      try {
+        answer = answerFor(request);
+      } catch (err) {
+        sendError(res, 500, "api_error", `scripted model threw: ${errorMessage(err)}`);
+        return;
+      }
+    }
+
+    const streaming = request.stream === true;
+    if (isScriptedError(answer)) {
+      sendError(res, answer.status, answer.type, answer.message, {
+        retryable: answer.retryable ?? false,
+        headers: answer.headers ?? {},
+      });
+      return;
+    }
+    if (isScriptedDrop(answer)) {
+      if (!streaming) {
+        res.socket?.destroy();
+        return;
+      }
+      // The message a drop interrupts is a plausible one: a short text reply.
+      const reply: ScriptedReply = {
+        content: [{ type: "text", text: "This answer is cut off mid-way." }],
+      };
+      const message = buildMessage(reply, request.model, rawBody, nextToolUseId);
+      await streamReply(res, message, answer.afterEvents ?? DEFAULT_DROP_AFTER_EVENTS);
+      return;
+    }
+    const reply = withToolUseIds(answer, nextToolUseId);
+    const message = buildMessage(reply, request.model, rawBody, nextToolUseId);
+    if (streaming) await streamReply(res, message);
+    else sendJson(res, 200, message, randomId("req_"));
+  }
+
+  const server = createServer((req, res) => {
+    req.on("error", () => {});
+    res.on("error", () => {});
+    handle(req, res).catch((err: unknown) => {
+      try {
+        if (!res.headersSent && !res.destroyed) {
+          sendError(res, 500, "api_error", `fake server error: ${errorMessage(err)}`);
+        } else {
+          res.destroy();
+        }
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("error", () => {});
+    socket.on("close", () => sockets.delete(socket));
+  });
+  server.on("clientError", (_err, socket) => {
+    socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  server.on("error", () => {});
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    failNext(answer: ScriptedError | ScriptedDrop): void {
+      faults.push(answer);
+    },
+    close(): Promise<void> {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+        sockets.clear();
+      });
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The shape of a tool (DESIGN §7.1). A chapter's tools are plain objects of this type,
+ * kept in an own-key `Map` by name; the loop only ever calls `parse` and then `run`.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+export interface ToolOutput {
+  content: string;
+  isError?: boolean;
+}
+
+export interface ToolContext {
+  /** The configured workspace; every path is relative to it. */
+  workdir: string;
+  /** Aborted when the user interrupts the turn. */
+  signal: AbortSignal;
+  /** Who is calling: "main", "sub", a teammate's name. */
+  scope: string;
+}
+
+export interface ToolDefinition<Input = unknown> {
+  name: string;
+  /** Claude Code's names for this tool (`Bash`, `Read` …), used by settings rules and hooks. */
+  aliases: string[];
+  description: string;
+  input_schema: Anthropic.Tool.InputSchema;
+  /** The tool's own input check; the error text names the tool, the field and the problem. */
+  parse(input: unknown): Parsed<Input>;
+  run(input: Input, context: ToolContext): Promise<ToolOutput>;
+}
+
+export type ToolMap = Map<string, ToolDefinition>;
+
+/** Builds the own-key registry the loop dispatches through (no prototype lookups). */
+export function toolMap(tools: ToolDefinition[]): ToolMap {
+  const map: ToolMap = new Map();
+  for (const tool of tools) {
+    if (map.has(tool.name)) throw new Error(`duplicate tool name: ${tool.name}`);
+    map.set(tool.name, tool);
+  }
+  return map;
+}
+
+/** What the API is sent for each tool. */
+export function toolSpecs(tools: ToolMap): Anthropic.Tool[] {
+  return [...tools.values()].map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: tool.input_schema,
+  }));
+}
+
+/** Helpers for `parse`: read a field of an unknown input object with a clear error. */
+export function invalidInput(tool: string, problem: string): { ok: false; error: string } {
+  return { ok: false, error: `Error: Invalid input for ${tool}: ${problem}` };
+}
+
+export function asObject(input: unknown): Record<string, unknown> | null {
+  return typeof input === "object" && input !== null && !Array.isArray(input)
+    ? (input as Record<string, unknown>)
+    : null;
+}

@@ -1,0 +1,46 @@
+/**
+ * The chapter table every carry-forward suite reads (DESIGN §4). A mechanism's suite runs
+ * against every chapter from the one that introduces it; a chapter that deliberately
+ * changes a behaviour says so in `CHANGED` (no silent skips).
+ */
+export interface Chapter {
+  id: string;
+  dir: string;
+  title: string;
+}
+
+export const CHAPTERS: Chapter[] = [
+  { id: "s01", dir: "s01-loop", title: "Agent Loop" },
+  { id: "s02", dir: "s02-tools", title: "Tool Use" },
+];
+
+/** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
+export const CHANGED: Record<string, { until: string; why: string }> = {
+  "block list": {
+    until: "s03",
+    why: "s03 replaces guard.ts (block list + workspace refusal) with the permission pipeline",
+  },
+  "bash is the only tool": { until: "s02", why: "s02 adds the file tools" },
+};
+
+const number = (id: string) => Number(id.slice(1));
+
+/** Chapters from `first` on, stopping before the chapter named by `behaviour` in CHANGED. */
+export function chaptersFrom(first: string, behaviour?: string): Chapter[] {
+  const until = behaviour ? CHANGED[behaviour]?.until : undefined;
+  if (behaviour && !until) throw new Error(`no CHANGED entry for '${behaviour}'`);
+  return CHAPTERS.filter(
+    (chapter) =>
+      number(chapter.id) >= number(first) && (!until || number(chapter.id) < number(until)),
+  );
+}
+
+export function chapterDir(chapter: Chapter): string {
+  return new URL(`../chapters/${chapter.dir}/`, import.meta.url).pathname;
+}
+
+/** Imports one of a chapter's modules; exports keep their names in every later chapter. */
+export function importChapter<T>(chapter: Chapter, file: string): Promise<T> {
+  const url = new URL(`../chapters/${chapter.dir}/src/${file}`, import.meta.url);
+  return import(/* @vite-ignore */ url.pathname) as Promise<T>;
+}

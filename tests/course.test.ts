@@ -1,0 +1,523 @@
+/**
+ * Tests for scripts/course.ts, run in-process against fixture chapter trees
+ * built in temporary directories (never the real chapters).
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  buildHunks,
+  checkCourse,
+  colorEnabled,
+  computeStats,
+  diffLines,
+  formatStatsTable,
+  listChapters,
+  main,
+  resolveChapter,
+  splitLines,
+  syncFile,
+} from "../scripts/course.ts";
+
+type Files = Record<string, string>;
+
+const roots: string[] = [];
+
+afterEach(() => {
+  for (const root of roots.splice(0)) fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** A valid chapter: package.json, both READMEs, src/main.ts, src/demo.ts, plus `files`. */
+function chapterFiles(id: string, files: Files = {}): Files {
+  return {
+    "package.json": `${JSON.stringify(
+      { name: id, type: "module", scripts: { start: "tsx src/main.ts", demo: "tsx src/demo.ts" } },
+      null,
+      2,
+    )}\n`,
+    "tsconfig.json": '{ "extends": "../../tsconfig.base.json" }\n',
+    "README.md": `# ${id}\n`,
+    "README.ja.md": `# ${id} (ja)\n`,
+    "src/main.ts": 'console.log("main");\n',
+    "src/demo.ts": 'console.log("demo");\n',
+    ...files,
+  };
+}
+
+/** Build `<tmp>/chapters/<folder>/<file>` for every folder; returns the root. */
+function makeCourse(chapters: Record<string, Files>): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "course-test-"));
+  roots.push(root);
+  for (const [folder, files] of Object.entries(chapters)) {
+    for (const [rel, text] of Object.entries(files)) write(root, `chapters/${folder}/${rel}`, text);
+  }
+  return root;
+}
+
+function write(root: string, rel: string, text: string): void {
+  const file = path.join(root, rel);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, text);
+}
+
+function read(root: string, rel: string): string {
+  return fs.readFileSync(path.join(root, rel), "utf8");
+}
+
+function run(args: string[], color = false): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, {
+    write: (text) => {
+      out += text;
+    },
+    error: (text) => {
+      err += text;
+    },
+    color,
+  });
+  return { code, out, err };
+}
+
+const numbered = (n: number, from = 1) =>
+  Array.from({ length: n }, (_, i) => `line ${i + from}`)
+    .join("\n")
+    .concat("\n");
+
+// ---------------------------------------------------------------------------
+
+describe("diff", () => {
+  const twoChapters = () =>
+    makeCourse({
+      "s01-loop": chapterFiles("s01", {
+        "src/loop.ts": numbered(10),
+        "src/gone.ts": "export const gone = 1;\nexport const two = 2;\n",
+        "src/same.ts": "export const same = true;\n",
+      }),
+      "s02-tools": chapterFiles("s02", {
+        "src/loop.ts": numbered(10).replace("line 5\n", "line five\n"),
+        "src/tools.ts": "export const tools = [];\n",
+        "src/same.ts": "export const same = true;\n",
+        "README.md": "# s02 tools\n",
+        "node_modules/x/index.js": "ignored\n",
+      }),
+    });
+
+  it("shows added, changed and removed files with correct hunks, in path order", () => {
+    const root = twoChapters();
+    const { code, out, err } = run(["diff", "s01", "s02", "--root", root]);
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    expect(out).toBe(
+      [
+        "--- s01/src/gone.ts",
+        "+++ /dev/null",
+        "@@ -1,2 +0,0 @@",
+        "-export const gone = 1;",
+        "-export const two = 2;",
+        "--- s01/src/loop.ts",
+        "+++ s02/src/loop.ts",
+        "@@ -2,7 +2,7 @@",
+        " line 2",
+        " line 3",
+        " line 4",
+        "-line 5",
+        "+line five",
+        " line 6",
+        " line 7",
+        " line 8",
+        "--- /dev/null",
+        "+++ s02/src/tools.ts",
+        "@@ -0,0 +1,1 @@",
+        "+export const tools = [];",
+        "3 files changed, +2 -3",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("leaves out READMEs and package metadata unless --all, and never node_modules", () => {
+    const root = twoChapters();
+    const plain = run(["diff", "1", "s02-tools", "--root", root]).out;
+    expect(plain).not.toContain("README");
+    expect(plain).not.toContain("package.json");
+
+    const all = run(["diff", "s01", "s02", "--all", "--root", root]);
+    expect(all.code).toBe(0);
+    expect(all.out).toContain(
+      "--- s01/README.md\n+++ s02/README.md\n@@ -1,1 +1,1 @@\n-# s01\n+# s02 tools\n",
+    );
+    expect(all.out).toContain("--- s01/package.json\n+++ s02/package.json\n");
+    expect(all.out).toContain("--- s01/README.ja.md\n+++ s02/README.ja.md\n");
+    expect(all.out).not.toContain("tsconfig.json"); // identical in both
+    expect(all.out).not.toContain("node_modules");
+    expect(all.out).toMatch(/\n6 files changed, \+5 -6\n$/);
+  });
+
+  it("is plain text when colour is off and coloured when on", () => {
+    const root = twoChapters();
+    expect(run(["diff", "s01", "s02", "--root", root]).out).not.toContain("\x1b[");
+    const coloured = run(["diff", "s01", "s02", "--root", root], true).out;
+    expect(coloured).toContain("\x1b[32m+line five\x1b[39m");
+    expect(coloured).toContain("\x1b[31m-line 5\x1b[39m");
+    expect(coloured).toContain("\x1b[36m@@ -2,7 +2,7 @@\x1b[39m");
+    expect(coloured).toContain("\x1b[1m--- s01/src/loop.ts\x1b[22m");
+  });
+
+  it("splits distant changes into separate hunks and merges close ones", () => {
+    const a = splitLines(numbered(30));
+    const far = splitLines(
+      numbered(30).replace("line 3\n", "three\n").replace("line 25\n", "twenty-five\n"),
+    );
+    const hunks = buildHunks(diffLines(a, far));
+    expect(hunks.map((h) => [h.oldStart, h.oldCount, h.newStart, h.newCount])).toEqual([
+      [1, 6, 1, 6],
+      [22, 7, 22, 7],
+    ]);
+    // Six equal lines between two changes still make one hunk; seven make two.
+    const close = splitLines(
+      numbered(30).replace("line 10\n", "ten\n").replace("line 17\n", "x\n"),
+    );
+    expect(buildHunks(diffLines(a, close))).toHaveLength(1);
+    const apart = splitLines(
+      numbered(30).replace("line 10\n", "ten\n").replace("line 18\n", "x\n"),
+    );
+    expect(buildHunks(diffLines(a, apart))).toHaveLength(2);
+  });
+
+  it("puts a replaced block's deletions before its insertions", () => {
+    const edits = diffLines(["a\n", "b\n", "c\n"], ["x\n", "y\n", "c\n"]);
+    expect(edits.map((e) => `${e.kind[0]}${e.text.trim()}`)).toEqual([
+      "da",
+      "db",
+      "ix",
+      "iy",
+      "ec",
+    ]);
+  });
+
+  it("finds a minimal diff for insertions and deletions", () => {
+    const edits = diffLines(["a\n", "b\n", "c\n", "d\n"], ["a\n", "c\n", "x\n", "d\n", "e\n"]);
+    expect(edits.map((e) => `${e.kind[0]}${e.text.trim()}`)).toEqual([
+      "ea",
+      "db",
+      "ec",
+      "ix",
+      "ed",
+      "ie",
+    ]);
+  });
+
+  it("marks a missing newline at the end of a file", () => {
+    const root = makeCourse({
+      "s01-a": chapterFiles("s01", { "src/x.ts": "one\ntwo\n" }),
+      "s02-b": chapterFiles("s02", { "src/x.ts": "one\ntwo" }),
+    });
+    expect(run(["diff", "s01", "s02", "--root", root]).out).toBe(
+      "--- s01/src/x.ts\n+++ s02/src/x.ts\n@@ -1,2 +1,2 @@\n one\n-two\n+two\n\\ No newline at end of file\n1 file changed, +1 -1\n",
+    );
+  });
+});
+
+describe("chapter references", () => {
+  it("accepts id, folder name and number", () => {
+    const root = makeCourse({ "s01-loop": chapterFiles("s01"), "s07-bash": chapterFiles("s07") });
+    const chapters = listChapters(root);
+    expect(resolveChapter(chapters, "s07").folder).toBe("s07-bash");
+    expect(resolveChapter(chapters, "s07-bash").folder).toBe("s07-bash");
+    expect(resolveChapter(chapters, "7").folder).toBe("s07-bash");
+    expect(resolveChapter(chapters, "01").folder).toBe("s01-loop");
+  });
+
+  it("rejects an unknown chapter with one line listing the valid ids, exit 2", () => {
+    const root = makeCourse({ "s01-loop": chapterFiles("s01"), "s02-tools": chapterFiles("s02") });
+    const { code, out, err } = run(["diff", "s01", "s09", "--root", root]);
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(err).toBe('course diff: unknown chapter "s09": valid ids are s01, s02\n');
+    expect(run(["sync", "src/main.ts", "--from", "loop", "--root", root]).err).toContain(
+      'unknown chapter "loop": valid ids are s01, s02',
+    );
+  });
+});
+
+describe("stats", () => {
+  it("counts files and lines against the previous chapter, code only", () => {
+    const root = makeCourse({
+      "s01-loop": chapterFiles("s01", { "src/loop.ts": numbered(10) }),
+      "s02-tools": chapterFiles("s02", {
+        "src/loop.ts": numbered(10).replace("line 2\n", "line two\n"),
+        "src/tools.ts": numbered(4),
+        "README.md": "# a much longer readme\n\nthat stats ignores\n",
+      }),
+      "s03-bash": chapterFiles("s03", {
+        "src/loop.ts": numbered(10).replace("line 2\n", "line two\n").replace("line 9\n", ""),
+        "src/bash.ts": numbered(3),
+      }),
+    });
+    // s01: main 1 + demo 1 + loop 10 = 12 lines, all added.
+    // s02: loop.ts changed (+1 -1), tools.ts added (+4) → 16 lines.
+    // s03: loop.ts changed (-1), tools.ts removed (-4), bash.ts added (+3) → 14 lines.
+    expect(computeStats(root)).toEqual([
+      {
+        id: "s01",
+        folder: "s01-loop",
+        filesAdded: 3,
+        filesChanged: 0,
+        filesRemoved: 0,
+        linesAdded: 12,
+        linesRemoved: 0,
+        codeLines: 12,
+      },
+      {
+        id: "s02",
+        folder: "s02-tools",
+        filesAdded: 1,
+        filesChanged: 1,
+        filesRemoved: 0,
+        linesAdded: 5,
+        linesRemoved: 1,
+        codeLines: 16,
+      },
+      {
+        id: "s03",
+        folder: "s03-bash",
+        filesAdded: 1,
+        filesChanged: 1,
+        filesRemoved: 1,
+        linesAdded: 3,
+        linesRemoved: 5,
+        codeLines: 14,
+      },
+    ]);
+    const { code, out } = run(["stats", "--root", root]);
+    expect(code).toBe(0);
+    expect(out).toBe(formatStatsTable(computeStats(root)));
+    const lines = out.trimEnd().split("\n");
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toMatch(
+      /^\| Chapter \| Folder +\| Files added \| Files changed \| Files removed \|/,
+    );
+    expect(lines[1]).toMatch(/^\| :-+ \| :-+ \| -+: \|/);
+    expect(lines[3]?.split("|").map((c) => c.trim())).toEqual([
+      "",
+      "s02",
+      "`s02-tools`",
+      "1",
+      "1",
+      "0",
+      "5",
+      "1",
+      "16",
+      "",
+    ]);
+    for (const line of lines) expect(line.length).toBe(lines[0]?.length);
+  });
+});
+
+describe("sync", () => {
+  const OLD = "export function bash() {\n  return 1;\n}\n";
+  const NEW = "export function bash() {\n  return 2;\n}\n";
+  const OTHER = "export function bash() {\n  return 1; // changed in s04\n}\n";
+
+  /** s02 holds the edit; s03 old, s04 different, s05 absent, s06 already new, s07 old. */
+  function gitCourse(): string {
+    const root = makeCourse({
+      "s01-loop": chapterFiles("s01"),
+      "s02-tools": chapterFiles("s02", { "src/bash.ts": OLD }),
+      "s03-bash": chapterFiles("s03", { "src/bash.ts": OLD }),
+      "s04-todo": chapterFiles("s04", { "src/bash.ts": OTHER }),
+      "s05-sub": chapterFiles("s05"),
+      "s06-skills": chapterFiles("s06", { "src/bash.ts": NEW }),
+      "s07-compact": chapterFiles("s07", { "src/bash.ts": OLD }),
+    });
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: root, stdio: "ignore" });
+    git("init", "-q");
+    git("add", "-A");
+    git(
+      "-c",
+      "user.name=Course Test",
+      "-c",
+      "user.email=test@example.com",
+      "-c",
+      "commit.gpgsign=false",
+      "commit",
+      "-q",
+      "-m",
+      "fixture",
+    );
+    write(root, "chapters/s02-tools/src/bash.ts", NEW);
+    return root;
+  }
+
+  it("updates identical later copies, reports the rest, and exits 1 on a manual merge", () => {
+    const root = gitCourse();
+    const { code, out } = run(["sync", "src/bash.ts", "--from", "s02", "--root", root]);
+    expect(code).toBe(1);
+    expect(out.split("\n").slice(0, 5)).toEqual([
+      "updated s03: chapters/s03-bash/src/bash.ts",
+      "s04: merge by hand: chapters/s04-todo/src/bash.ts",
+      "s05: absent",
+      "s06: already up to date",
+      "updated s07: chapters/s07-compact/src/bash.ts",
+    ]);
+    expect(out).toContain("2 updated, 1 already up to date, 1 absent, 1 to merge by hand");
+    expect(read(root, "chapters/s03-bash/src/bash.ts")).toBe(NEW);
+    expect(read(root, "chapters/s04-todo/src/bash.ts")).toBe(OTHER);
+    expect(fs.existsSync(path.join(root, "chapters/s05-sub/src/bash.ts"))).toBe(false);
+    expect(read(root, "chapters/s07-compact/src/bash.ts")).toBe(NEW);
+    expect(read(root, "chapters/s01-loop/src/main.ts")).toBe('console.log("main");\n');
+  });
+
+  it("writes nothing with --dry-run", () => {
+    const root = gitCourse();
+    const { code, out } = run(["sync", "src/bash.ts", "--from", "2", "--dry-run", "--root", root]);
+    expect(code).toBe(1);
+    expect(out).toContain("would update s03: chapters/s03-bash/src/bash.ts");
+    expect(out).toContain("dry run, nothing written");
+    expect(read(root, "chapters/s03-bash/src/bash.ts")).toBe(OLD);
+    expect(read(root, "chapters/s07-compact/src/bash.ts")).toBe(OLD);
+  });
+
+  it("exits 0 once every later copy is up to date", () => {
+    const root = gitCourse();
+    write(root, "chapters/s04-todo/src/bash.ts", NEW); // merged by hand
+    expect(run(["sync", "src/bash.ts", "--from", "s02", "--root", root]).code).toBe(0);
+    const again = run(["sync", "src/bash.ts", "--from", "s02", "--root", root]);
+    expect(again.code).toBe(0);
+    expect(again.out).toContain("s03: already up to date\ns04: already up to date\n");
+    expect(again.out).toContain("0 updated, 4 already up to date, 1 absent, 0 to merge by hand");
+  });
+
+  it("takes the old version from --old when git has none, and fails clearly without either", () => {
+    const root = makeCourse({
+      "s01-loop": chapterFiles("s01", { "src/bash.ts": NEW }),
+      "s02-tools": chapterFiles("s02", { "src/bash.ts": OLD }),
+    });
+    const noOld = run(["sync", "src/bash.ts", "--from", "s01", "--root", root]);
+    expect(noOld.code).toBe(2);
+    expect(noOld.err).toContain("git has no committed version of chapters/s01-loop/src/bash.ts");
+    expect(noOld.err).toContain("--old");
+    expect(read(root, "chapters/s02-tools/src/bash.ts")).toBe(OLD);
+
+    write(root, "old-bash.ts", OLD);
+    const result = syncFile(root, "src/bash.ts", "s01", {
+      oldPath: path.join(root, "old-bash.ts"),
+    });
+    expect(result.entries).toEqual([
+      { id: "s02", file: "chapters/s02-tools/src/bash.ts", status: "updated" },
+    ]);
+    expect(read(root, "chapters/s02-tools/src/bash.ts")).toBe(NEW);
+  });
+});
+
+describe("check", () => {
+  const clean = (): Record<string, Files> => ({
+    "s01-loop": chapterFiles("s01", { "src/loop.ts": "loop v1\n" }),
+    "s02-tools": chapterFiles("s02", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
+    "s03-bash": chapterFiles("s03", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
+  });
+
+  it("passes on a clean course", () => {
+    const root = makeCourse(clean());
+    expect(checkCourse(root)).toEqual([]);
+    expect(run(["check", "--root", root])).toEqual({
+      code: 0,
+      out: "course check: 3 chapters OK\n",
+      err: "",
+    });
+  });
+
+  it("flags drift: identical in N-1 and N+1 but different in N", () => {
+    const chapters = clean();
+    chapters["s02-tools"] = { ...chapters["s02-tools"], "src/loop.ts": "loop v1 with a fix\n" };
+    const root = makeCourse(chapters);
+    const { code, out } = run(["check", "--root", root]);
+    expect(code).toBe(1);
+    expect(out).toBe(
+      "drift: chapters/s02-tools/src/loop.ts differs from both s01 and s03, which are identical — carry the fix forward with course sync\n" +
+        "course check: 1 problem in 3 chapters\n",
+    );
+  });
+
+  it("does not flag a file that changes and stays changed (A, B, B)", () => {
+    const chapters = clean();
+    chapters["s02-tools"] = { ...chapters["s02-tools"], "src/loop.ts": "loop v2\n" };
+    chapters["s03-bash"] = { ...chapters["s03-bash"], "src/loop.ts": "loop v2\n" };
+    expect(checkCourse(makeCourse(chapters))).toEqual([]);
+  });
+
+  it("flags a missing README.ja.md", () => {
+    const chapters = clean();
+    const { "README.ja.md": _dropped, ...rest } = chapters["s02-tools"] ?? {};
+    chapters["s02-tools"] = rest;
+    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    expect(code).toBe(1);
+    expect(out).toContain("chapters/s02-tools/README.ja.md: missing\n");
+  });
+
+  it("flags a wrong package name", () => {
+    const chapters = clean();
+    chapters["s03-bash"] = chapterFiles("s02", {
+      "src/loop.ts": "loop v1\n",
+      "src/tools.ts": "tools\n",
+    });
+    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    expect(code).toBe(1);
+    expect(out).toContain('chapters/s03-bash/package.json: name is "s02", expected "s03"\n');
+  });
+
+  it("flags a missing demo script", () => {
+    const chapters = clean();
+    chapters["s01-loop"] = {
+      ...chapters["s01-loop"],
+      "package.json": JSON.stringify({ name: "s01", scripts: { start: "tsx src/main.ts" } }),
+    };
+    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    expect(code).toBe(1);
+    expect(out).toContain('chapters/s01-loop/package.json: missing script "demo"\n');
+    expect(out).not.toContain('"start"');
+  });
+
+  it("flags non-contiguous numbering", () => {
+    const { "s03-bash": _renamed, ...chapters } = clean();
+    chapters["s04-bash"] = chapterFiles("s04", {
+      "src/loop.ts": "loop v1\n",
+      "src/tools.ts": "tools\n",
+    });
+    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    expect(code).toBe(1);
+    expect(out).toContain(
+      "chapters/s04-bash: numbering must run from s01 without gaps — expected s03 after s02-tools\n",
+    );
+    expect(out).toContain("course check: 1 problem in 3 chapters\n");
+  });
+});
+
+describe("cli", () => {
+  it("prints usage for --help (exit 0) and rejects an unknown command (exit 2)", () => {
+    const help = run(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out).toMatch(/^Usage: pnpm course <command>/);
+    for (const command of ["diff", "stats", "sync", "check"])
+      expect(help.out).toContain(`  ${command}`);
+    const unknown = run(["frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('unknown command "frobnicate"');
+  });
+
+  it("rejects options that do not belong to the command", () => {
+    expect(run(["stats", "--all"]).code).toBe(2);
+    expect(run(["diff", "s01"]).code).toBe(2);
+  });
+
+  it("decides colour from TTY, NO_COLOR and FORCE_COLOR", () => {
+    expect(colorEnabled(true, {})).toBe(true);
+    expect(colorEnabled(false, {})).toBe(false);
+    expect(colorEnabled(true, { NO_COLOR: "1" })).toBe(false);
+    expect(colorEnabled(false, { FORCE_COLOR: "1" })).toBe(true);
+    expect(colorEnabled(false, { FORCE_COLOR: "0" })).toBe(false);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Starts a chapter exactly as a learner does: `pnpm --filter sNN start` through the pinned
+ * pnpm (never a bare `pnpm`, which a machine may lack), prompts on stdin.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { stripAnsi } from "shared";
+
+export const REPO_ROOT = path.resolve(new URL("../..", import.meta.url).pathname);
+
+const pinned = (
+  JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+    packageManager: string;
+  }
+).packageManager.split("@")[1]!;
+
+/** The pinned pnpm: the one running this test when it is that version, else via npx. */
+export function pnpmCommand(): string[] {
+  const execpath = process.env.npm_execpath;
+  const agent = process.env.npm_config_user_agent ?? "";
+  if (
+    execpath &&
+    path.basename(execpath).startsWith("pnpm") &&
+    agent.startsWith(`pnpm/${pinned} `)
+  ) {
+    return execpath.endsWith(".js") || execpath.endsWith(".cjs")
+      ? [process.execPath, execpath]
+      : [execpath];
+  }
+  return ["npx", "-y", `pnpm@${pinned}`];
+}
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runPnpm(
+  args: string[],
+  options: { input?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number },
+): Promise<CliRun> {
+  const [command, ...prefix] = pnpmCommand();
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...options.env };
+  // The test runner's own pnpm variables must not leak into the learner's run.
+  for (const key of Object.keys(env)) {
+    if (
+      /^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$)/.test(key) &&
+      !options.env?.[key]
+    ) {
+      delete env[key];
+    }
+  }
+  Object.assign(env, options.env);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command!, [...prefix, ...args], {
+      cwd: options.cwd ?? REPO_ROOT,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: stripAnsi(stdout), stderr: stripAnsi(stderr) });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}

@@ -1,0 +1,132 @@
+/**
+ * Drives a chapter's real `main` in-process: a fresh temporary workspace, the fake
+ * Messages API with a scripted model, prompts on a piped stdin, and the printed output
+ * captured (colour off). Nothing touches the network or needs a key.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type PassThrough, Readable, Writable } from "node:stream";
+import type Anthropic from "@anthropic-ai/sdk";
+import {
+  type Env,
+  type FakeServer,
+  type Main,
+  type ReceivedRequest,
+  ScriptedModel,
+  type ScriptStep,
+  startFakeServer,
+  stripAnsi,
+} from "shared";
+import { type Chapter, importChapter } from "../chapters.ts";
+
+export function tempWorkspace(prefix = "ws"): string {
+  return realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-test-${prefix}-`)));
+}
+
+export function writeFiles(root: string, files: Record<string, string | Buffer>): void {
+  for (const [name, content] of Object.entries(files)) {
+    const file = path.join(root, name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, content);
+  }
+}
+
+export class Capture extends Writable {
+  chunks: string[] = [];
+  isTTY?: boolean;
+  override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
+    this.chunks.push(chunk.toString());
+    done();
+  }
+  get text(): string {
+    return stripAnsi(this.chunks.join(""));
+  }
+}
+
+export interface RunOptions {
+  steps?: ScriptStep[];
+  model?: ScriptedModel;
+  /** Lines piped in at once (a final newline is added). */
+  prompts?: string[];
+  /** A stdin the test controls (interactive tests); overrides `prompts`. */
+  stdin?: PassThrough & { isTTY?: boolean };
+  env?: Env;
+  files?: Record<string, string | Buffer>;
+  workdir?: string;
+  server?: FakeServer;
+}
+
+export interface RunOutcome {
+  code: number;
+  output: string;
+  workdir: string;
+  /** Every request the server saw (rejected ones included). */
+  received: ReceivedRequest[];
+  /** The accepted request bodies, in order. */
+  requests: Anthropic.MessageCreateParams[];
+  model: ScriptedModel;
+}
+
+export async function loadMain(chapter: Chapter): Promise<Main> {
+  return (await importChapter<{ main: Main }>(chapter, "main.ts")).main;
+}
+
+export async function runChapter(chapter: Chapter, options: RunOptions = {}): Promise<RunOutcome> {
+  const main = await loadMain(chapter);
+  const workdir = options.workdir ?? tempWorkspace(chapter.id);
+  if (options.files) writeFiles(workdir, options.files);
+  const model = options.model ?? new ScriptedModel(options.steps ?? []);
+  const server = options.server ?? (await startFakeServer({ model }));
+  const stdout = new Capture();
+  const stdin =
+    options.stdin ?? Readable.from([(options.prompts ?? []).map((line) => `${line}\n`).join("")]);
+  try {
+    const code = await main({
+      argv: [],
+      stdin,
+      stdout,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NO_COLOR: "1",
+        ANTHROPIC_BASE_URL: server.url,
+        ANTHROPIC_API_KEY: "test-key",
+        WORKDIR: workdir,
+        ...options.env,
+      },
+    });
+    return {
+      code,
+      output: stdout.text,
+      workdir,
+      received: [...server.requests],
+      requests: server.requests
+        .filter((r) => r.rejected === null)
+        .map((r) => r.body as Anthropic.MessageCreateParams),
+      model,
+    };
+  } finally {
+    if (!options.server) await server.close();
+  }
+}
+
+/** The tool_result blocks of a request's last message. */
+export function lastToolResults(
+  request: Anthropic.MessageCreateParams,
+): Anthropic.ToolResultBlockParam[] {
+  const last = request.messages.at(-1);
+  if (!last || typeof last.content === "string") return [];
+  const blocks: Anthropic.ContentBlockParam[] = last.content;
+  return blocks.flatMap((block) => (block.type === "tool_result" ? [block] : []));
+}
+
+/** True when the request's last message carries tool results (the model's next round). */
+export const afterTools = (request: Anthropic.MessageCreateParams) =>
+  lastToolResults(request).length > 0;
+
+/** True when the last user message is this exact text. */
+export const userSaid = (line: string) => (request: Anthropic.MessageCreateParams) => {
+  const last = request.messages.at(-1);
+  return last?.role === "user" && last.content === line;
+};

@@ -1,0 +1,262 @@
+/**
+ * The agent loop and the REPL, through each chapter's real `main` against the fake API.
+ * Runs against every chapter from s01 (DESIGN §4 carry-forward).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type Anthropic from "@anthropic-ai/sdk";
+import { apiError, reply, text, thinking, toolUse } from "shared";
+import { describe, expect, it } from "vitest";
+import { chaptersFrom } from "./chapters.ts";
+import { afterTools, lastToolResults, runChapter, userSaid } from "./helpers/run.ts";
+
+type Request = Anthropic.MessageCreateParams;
+
+describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
+  it("answers a text-only reply in one request with the system prompt, bash and max_tokens 8000", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["hello"],
+      steps: [{ reply: reply(text("Hi there.")) }],
+    });
+    expect(run.code).toBe(0);
+    expect(run.requests).toHaveLength(1);
+    const [request] = run.requests as [Request];
+    expect(request.max_tokens).toBe(8000);
+    expect(request.messages).toEqual([{ role: "user", content: "hello" }]);
+    expect(request.system).toMatch(
+      new RegExp(`^You are a coding agent at ${run.workdir}\\. Use tools to solve tasks\\.`),
+    );
+    expect((request.tools as Anthropic.Tool[])[0]?.name).toBe("bash");
+    expect(run.output).toContain("Hi there.");
+    expect(run.output).toMatch(/\[usage\] in \d+ \/ out \d+ tokens \(1 call\)/);
+  });
+
+  it("runs a tool round, sends the real output back with the matching id, then stops", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["say hi"],
+      steps: [
+        { reply: reply(toolUse("bash", { command: "echo hi" }, "toolu_one")) },
+        { when: afterTools, reply: reply(text("done")) },
+      ],
+    });
+    expect(run.requests).toHaveLength(2);
+    const second = run.requests[1]!;
+    expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(lastToolResults(second)).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_one", content: "hi" },
+    ]);
+    expect(run.output).toContain('> bash({"command":"echo hi"})');
+  });
+
+  it("answers two tool calls of one reply in one user message, in call order", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["two"],
+      steps: [
+        {
+          reply: reply(
+            text("Two at once."),
+            toolUse("bash", { command: "echo first" }, "toolu_a"),
+            toolUse("bash", { command: "echo second" }, "toolu_b"),
+          ),
+        },
+        { when: afterTools, reply: reply(text("ok")) },
+      ],
+    });
+    const results = lastToolResults(run.requests[1]!);
+    expect(results.map((r) => [r.tool_use_id, r.content])).toEqual([
+      ["toolu_a", "first"],
+      ["toolu_b", "second"],
+    ]);
+    // The text that came with the calls is kept in the stored assistant message.
+    const assistant = run.requests[1]!.messages[1]!;
+    expect(Array.isArray(assistant.content) && assistant.content[0]).toMatchObject({
+      type: "text",
+      text: "Two at once.",
+    });
+    expect(run.output.indexOf("Two at once.")).toBeLessThan(run.output.indexOf("echo first"));
+  });
+
+  it.each(["no_such_tool", "constructor", "__proto__", "toString"])(
+    "turns the unknown tool name %s into an is_error result and goes on",
+    async (name) => {
+      const run = await runChapter(chapter, {
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse(name, {})) },
+          { when: afterTools, reply: reply(text("recovered")) },
+        ],
+      });
+      const [result] = lastToolResults(run.requests[1]!);
+      expect(result?.is_error).toBe(true);
+      expect(result?.content).toMatch(
+        new RegExp(`^Error: Unknown tool '${name}'\\. Available tools: bash`),
+      );
+      expect(run.output).toContain("recovered");
+    },
+  );
+
+  it.each([
+    [{}, "Error: Invalid input for bash: command is required"],
+    [{ command: 42 }, "Error: Invalid input for bash: command must be a string"],
+    [{ cmd: "ls" }, "Error: Invalid input for bash: command is required"],
+  ])("rejects bad bash input %j without running anything", async (input, message) => {
+    const run = await runChapter(chapter, {
+      prompts: ["go"],
+      steps: [
+        { reply: reply(toolUse("bash", input)) },
+        { when: afterTools, reply: reply(text("fine")) },
+      ],
+    });
+    expect(lastToolResults(run.requests[1]!)).toEqual([
+      expect.objectContaining({ content: message, is_error: true }),
+    ]);
+  });
+
+  it("decides the end of a turn by tool_use blocks, not by stop_reason", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["go"],
+      steps: [
+        // end_turn with a tool_use block: the loop must still run it and continue.
+        { reply: { ...reply(toolUse("bash", { command: "echo x" })), stop_reason: "end_turn" } },
+        // tool_use stop_reason without a block: the loop must stop.
+        { when: afterTools, reply: { ...reply(text("stopped")), stop_reason: "tool_use" } },
+      ],
+    });
+    expect(run.requests).toHaveLength(2);
+    expect(run.output).toContain("stopped");
+  });
+
+  it("sends thinking blocks back exactly as received", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["think"],
+      steps: [
+        {
+          reply: reply(
+            { type: "thinking", thinking: "Let me check.", signature: "sig-123" },
+            toolUse("bash", { command: "echo t" }),
+          ),
+        },
+        { when: afterTools, reply: reply(thinking("Done thinking."), text("answer")) },
+      ],
+    });
+    const assistant = run.requests[1]!.messages[1]!;
+    expect(assistant.content).toEqual([
+      { type: "thinking", thinking: "Let me check.", signature: "sig-123" },
+      expect.objectContaining({ type: "tool_use", name: "bash" }),
+    ]);
+    expect(run.output).toContain("(thinking) Let me check.");
+  });
+
+  it("prints a placeholder when the reply hits max_tokens", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["long"],
+      steps: [{ reply: { ...reply(text("partial")), stop_reason: "max_tokens" } }],
+    });
+    expect(run.output).toContain("partial\n[truncated: hit max_tokens]");
+  });
+
+  it("survives an API error mid-turn: one red line, history restored, next request valid", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["first", "second"],
+      steps: [
+        { when: userSaid("first"), reply: reply(toolUse("bash", { command: "echo a" })) },
+        { when: afterTools, reply: apiError(500, "api_error", "Internal server error") },
+        { when: userSaid("second"), reply: reply(text("second answer")) },
+      ],
+    });
+    expect(run.code).toBe(0);
+    expect(run.output).toContain("API error 500 api_error: Internal server error");
+    expect(run.output).toContain("this turn was discarded");
+    expect(run.output).toContain("second answer");
+    // The fake server rejects any malformed history, so acceptance proves the rollback.
+    expect(run.received.every((r) => r.rejected === null)).toBe(true);
+    expect(run.requests.at(-1)!.messages).toEqual([{ role: "user", content: "second" }]);
+  });
+
+  it("names MODEL_ID when the endpoint rejects the model", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["hi"],
+      steps: [{ reply: apiError(404, "not_found_error", "model: no-such-model") }],
+      env: { MODEL_ID: "no-such-model" },
+    });
+    expect(run.output).toContain("set MODEL_ID to a model it serves");
+    expect(run.requests[0]!.model).toBe("no-such-model");
+  });
+
+  it("queues several piped lines and answers each in order", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["one", "two", "three"],
+      steps: ["one", "two", "three"].map((line) => ({
+        when: userSaid(line),
+        reply: reply(text(`answer ${line}`)),
+      })),
+    });
+    expect(run.requests).toHaveLength(3);
+    const order = ["answer one", "answer two", "answer three"].map((a) => run.output.indexOf(a));
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    // History carries across lines.
+    expect(run.requests[2]!.messages).toHaveLength(5);
+  });
+
+  it("skips blank lines, handles unknown slash commands locally and quits on `quit`", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["", "   ", "/nope", "real question", "QUIT", "never sent"],
+      steps: [{ reply: reply(text("only answer")) }],
+    });
+    expect(run.code).toBe(0);
+    expect(run.requests).toHaveLength(1);
+    expect(run.requests[0]!.messages).toEqual([{ role: "user", content: "real question" }]);
+    expect(run.output).toContain("Unknown command /nope");
+    expect(run.output).not.toContain("never sent\n[");
+  });
+
+  it.each(["q", "exit", " Exit "])("ends with status 0 on %j", async (word) => {
+    const run = await runChapter(chapter, { prompts: [word, "after"], steps: [] });
+    expect(run.code).toBe(0);
+    expect(run.requests).toHaveLength(0);
+  });
+
+  it("carries Chinese and Japanese text both ways", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["列出文件。ファイルを表示して"],
+      steps: [
+        { reply: reply(toolUse("bash", { command: "printf '你好，世界 こんにちは'" })) },
+        { when: afterTools, reply: reply(text("完成しました：你好")) },
+      ],
+    });
+    expect(run.requests[0]!.messages[0]).toEqual({
+      role: "user",
+      content: "列出文件。ファイルを表示して",
+    });
+    expect(lastToolResults(run.requests[1]!)[0]?.content).toBe("你好，世界 こんにちは");
+    expect(run.output).toContain("完成しました：你好");
+  });
+
+  it("writes the session log under .harness/logs without the API key", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["log me"],
+      steps: [
+        { reply: reply(toolUse("bash", { command: "echo logged" })) },
+        { when: afterTools, reply: reply(text("logged it")) },
+      ],
+      env: { ANTHROPIC_API_KEY: "sk-secret-test-key-123" },
+    });
+    const dir = path.join(run.workdir, ".harness", "logs");
+    const files = readdirSync(dir).sort();
+    expect(files).toHaveLength(2);
+    expect(files[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}_\d+_api\.jsonl$/);
+    expect(files[1]).toMatch(/_transcript\.log$/);
+    const raw = readFileSync(path.join(dir, files[0]!), "utf8");
+    const kinds = raw
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { kind: string }).kind);
+    expect(kinds).toEqual(["config", "request", "response", "request", "response"]);
+    const transcript = readFileSync(path.join(dir, files[1]!), "utf8");
+    expect(transcript).toContain("TOOL RESULT bash");
+    expect(transcript).toContain("logged it");
+    expect(raw + transcript).not.toContain("sk-secret-test-key-123");
+    expect(readFileSync(path.join(run.workdir, ".harness", ".gitignore"), "utf8")).toBe("*\n");
+  });
+});

@@ -1,0 +1,8 @@
+import { defineConfig } from "vitest/config";
+export default defineConfig({
+  test: {
+    include: ["**/*.test.ts"],
+    exclude: ["**/node_modules/**", "fixtures/**"],
+    testTimeout: 20000,
+  },
+});
