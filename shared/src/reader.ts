@@ -66,7 +66,9 @@ export class LineReader {
       },
       redraw: () => {
         if (this.state !== "prompt" && this.state !== "question") return;
-        this.output.write(this.promptText + (this.isTTY ? this.rl.line : ""));
+        // In a terminal, readline rewrites its prompt and the half-typed line.
+        if (this.isTTY) this.rl.prompt(true);
+        else this.output.write(this.promptText);
       },
     });
   }
@@ -74,8 +76,7 @@ export class LineReader {
   /** Shows `prompt` and resolves with the next event; the REPL is then in a turn. */
   async next(prompt: string): Promise<InputEvent> {
     const queued = this.queue.shift();
-    this.promptText = prompt;
-    this.output.write(prompt);
+    this.show(prompt);
     const event = queued ?? (this.ended ? { type: "eof" } : await this.wait());
     // Piped lines are not echoed by a terminal, so show them after the prompt.
     if (event.type === "line" && !this.isTTY) this.output.write(`${event.text}\n`);
@@ -91,9 +92,8 @@ export class LineReader {
   ask(question: string): Promise<string | null> {
     if (this.ended) return Promise.resolve(null);
     const previous = this.state;
-    this.promptText = question;
     this.state = "question";
-    this.output.write(question);
+    this.show(question);
     return new Promise((resolve) => {
       this.answer = (text) => {
         this.answer = null;
@@ -124,6 +124,17 @@ export class LineReader {
 
   close(): void {
     this.rl.close();
+  }
+
+  /** Writes a prompt; in a terminal readline owns it, so line editing redraws it right. */
+  private show(prompt: string): void {
+    this.promptText = prompt;
+    if (this.isTTY) {
+      this.rl.setPrompt(prompt);
+      this.rl.prompt(true);
+    } else {
+      this.output.write(prompt);
+    }
   }
 
   private receive(event: InputEvent): void {

@@ -82,7 +82,10 @@ describe("line reader", () => {
     const { output, printer, reader } = setup(true);
     const pending = reader.next("s01 >> ");
     printer.line("[cron] job fired");
-    expect(output.chunks.join("")).toBe("s01 >> \r\x1b[2K[cron] job fired\ns01 >> ");
+    const raw = output.chunks.join("");
+    // The prompt line is cleared, the line printed, then readline redraws the prompt.
+    expect(raw).toContain("\r\x1b[2K[cron] job fired\n");
+    expect(output.text.replaceAll("\r", "")).toBe("s01 >> [cron] job fired\ns01 >> ");
     reader.push({ type: "eof" });
     await pending;
   });
