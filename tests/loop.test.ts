@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { apiError, reply, text, thinking, toolUse } from "shared";
+import { apiError, reply, ScriptedModel, startFakeServer, text, thinking, toolUse } from "shared";
 import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
 import { afterTools, lastToolResults, runChapter, userSaid } from "./helpers/run.ts";
@@ -172,6 +172,63 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
     expect(run.received.every((r) => r.rejected === null)).toBe(true);
     expect(run.requests.at(-1)!.messages).toEqual([{ role: "user", content: "second" }]);
   });
+
+  it("lets the SDK retry an overloaded (529) answer without bothering the user", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["hi"],
+      steps: [
+        {
+          reply: apiError(529, "overloaded_error", "Overloaded", {
+            retryable: true,
+            headers: { "retry-after-ms": "1" },
+          }),
+        },
+        { reply: reply(text("after the retry")) },
+      ],
+    });
+    expect(run.received).toHaveLength(2);
+    expect(run.output).toContain("after the retry");
+    expect(run.output).not.toContain("API error");
+  });
+
+  it("reports a rate limit (429) that must not be retried and keeps the REPL going", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["one", "two"],
+      steps: [
+        {
+          when: userSaid("one"),
+          reply: apiError(
+            429,
+            "rate_limit_error",
+            "Number of requests has exceeded your rate limit",
+          ),
+        },
+        { when: userSaid("two"), reply: reply(text("two ok")) },
+      ],
+    });
+    expect(run.output).toContain("API error 429 rate_limit_error: Number of requests");
+    expect(run.output).toContain("two ok");
+  });
+
+  it("survives dropped connections: retried by the SDK, reported when they persist", async () => {
+    const server = await startFakeServer({
+      model: new ScriptedModel([
+        { when: userSaid("flaky"), reply: reply(text("made it")) },
+        { when: userSaid("dead"), reply: reply(text("never")) },
+      ]),
+    });
+    server.failNext({ fault: "drop" }); // "flaky": dropped once, the SDK's retry succeeds
+    try {
+      const first = await runChapter(chapter, { prompts: ["flaky"], server });
+      expect(first.output).toContain("made it");
+      for (let i = 0; i < 3; i++) server.failNext({ fault: "drop" }); // every try of "dead"
+      const second = await runChapter(chapter, { prompts: ["dead"], server });
+      expect(second.output).toMatch(/connection error: .*this turn was discarded/);
+      expect(second.code).toBe(0);
+    } finally {
+      await server.close();
+    }
+  }, 20_000);
 
   it("names MODEL_ID when the endpoint rejects the model", async () => {
     const run = await runChapter(chapter, {
