@@ -3,11 +3,15 @@
  * later chapters can rely on them. Runs `agentLoop` with the real SDK client against the
  * fake server, which rejects any malformed history.
  */
+
+import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
   createAnthropic,
   createModelClient,
+  createPrinter,
   type FakeServer,
+  LineReader,
   type LoopEvent,
   nullLog,
   reply,
@@ -23,8 +27,9 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s01-loop/src/bash.ts";
 import type * as LoopModule from "../chapters/s01-loop/src/loop.ts";
 import type * as PromptModule from "../chapters/s01-loop/src/prompt.ts";
+import type * as ReplModule from "../chapters/s01-loop/src/repl.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
-import { afterTools, lastToolResults, tempWorkspace } from "./helpers/run.ts";
+import { afterTools, Capture, lastToolResults, tempWorkspace } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
 
@@ -202,6 +207,54 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     expect(main[1]?.text).toBe(
       "Shell: bash runs one command in /ws and returns its output; run commands rather than guessing.",
     );
+  });
+
+  it("the REPL's prepareLine seam can rewrite a line or drop it before it joins the history", async () => {
+    const repl = await importChapter<typeof ReplModule>(chapter, "repl.ts");
+    const input = new PassThrough();
+    const output = new Capture();
+    const printer = createPrinter(output, false);
+    const reader = new LineReader({ input, output, printer });
+    const history: MessageParam[] = [];
+    const seen: unknown[] = [];
+    input.end("keep\ndrop\n");
+    await repl.runRepl({
+      prompt: "> ",
+      reader,
+      printer,
+      usage: new UsageMeter(),
+      log: nullLog(),
+      model: "m",
+      history,
+      prepareLine: async (line) =>
+        line === "drop"
+          ? null
+          : [
+              { type: "text", text: line },
+              { type: "text", text: "ctx" },
+            ],
+      runTurn: async (messages) => {
+        seen.push(structuredClone(messages));
+        messages.push({ role: "assistant", content: "ok" });
+        return {
+          response: { content: [{ type: "text", text: "ok" }], stop_reason: "end_turn" },
+          turns: 1,
+          stopped: "done",
+        } as unknown as LoopModule.LoopResult;
+      },
+    });
+    expect(seen).toEqual([
+      [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "keep" },
+            { type: "text", text: "ctx" },
+          ],
+        },
+      ],
+    ]);
+    expect(history).toHaveLength(2);
   });
 
   it("textOf gives placeholders when there is no text", () => {

@@ -34,6 +34,11 @@ export interface ReplOptions {
   history: Anthropic.MessageParam[];
   /** Runs one turn's loop over `history`. */
   runTurn(history: Anthropic.MessageParam[], signal: AbortSignal): Promise<LoopResult>;
+  /**
+   * Turns a typed line into the user message's content before it joins the history, or
+   * returns null to drop the line (s04's UserPromptSubmit hooks). Absent: the line as is.
+   */
+  prepareLine?(line: string): Promise<string | Anthropic.ContentBlockParam[] | null>;
   commands?: Map<string, SlashCommand>;
 }
 
@@ -75,6 +80,11 @@ async function runSlash(
 
 async function runOneTurn(line: string, options: ReplOptions): Promise<"done" | "interrupted"> {
   const { history, printer, reader, usage, log } = options;
+  const content = options.prepareLine ? await options.prepareLine(line) : line;
+  if (content === null) {
+    reader.idle();
+    return "done";
+  }
   const before = history.length;
   const controller = new AbortController();
   reader.onTurnInterrupt = () => {
@@ -83,7 +93,7 @@ async function runOneTurn(line: string, options: ReplOptions): Promise<"done" | 
     controller.abort();
   };
   usage.startTurn();
-  history.push({ role: "user", content: line });
+  history.push({ role: "user", content });
   log.transcript("USER", line);
   try {
     const result = await options.runTurn(history, controller.signal);
