@@ -12,6 +12,7 @@ export interface Chapter {
 export const CHAPTERS: Chapter[] = [
   { id: "s01", dir: "s01-loop", title: "Agent Loop" },
   { id: "s02", dir: "s02-tools", title: "Tool Use" },
+  { id: "s03", dir: "s03-permissions", title: "Permissions" },
 ];
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
@@ -20,7 +21,10 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
     until: "s03",
     why: "s03 replaces guard.ts (block list + workspace refusal) with the permission pipeline",
   },
-  "bash is the only tool": { until: "s02", why: "s02 adds the file tools" },
+  "workspace refusal": {
+    until: "s03",
+    why: "s03 turns guard.ts's hard refusal of paths outside WORKDIR into an approval",
+  },
 };
 
 const number = (id: string) => Number(id.slice(1));

@@ -18,6 +18,8 @@ export type LoopEvent =
       content: string;
       isError: boolean;
       durationMs: number;
+      /** The user has already seen why (a denial line): no preview. */
+      quiet?: boolean;
     }
   | { type: "notice"; scope: string; text: string; tone: Tone };
 

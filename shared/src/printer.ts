@@ -110,7 +110,7 @@ export function createPrinter(out: Writable, color: boolean): Printer {
           return;
         }
         case "tool_result":
-          lines(ev.scope, indent(preview(ev.content)), ev.isError ? "warn" : "dim");
+          if (!ev.quiet) lines(ev.scope, indent(preview(ev.content)), ev.isError ? "warn" : "dim");
           return;
         case "notice":
           lines(ev.scope, ev.text, ev.tone);

@@ -9,6 +9,8 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 export interface ToolOutput {
   content: string;
   isError?: boolean;
+  /** Already reported to the user (a permission denial): the printer skips its preview. */
+  quiet?: boolean;
 }
 
 export interface ToolContext {

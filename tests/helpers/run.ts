@@ -35,9 +35,21 @@ export function writeFiles(root: string, files: Record<string, string | Buffer>)
 export class Capture extends Writable {
   chunks: string[] = [];
   isTTY?: boolean;
+  private waiters: Array<{ text: string; from: number; resolve: () => void }> = [];
   override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
     this.chunks.push(chunk.toString());
+    this.waiters = this.waiters.filter((w) => {
+      if (!this.text.slice(w.from).includes(w.text)) return true;
+      w.resolve();
+      return false;
+    });
     done();
+  }
+  /** Resolves once `text` appears in the output written after this call. */
+  waitFor(text: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiters.push({ text, from: this.text.length, resolve });
+    });
   }
   get text(): string {
     return stripAnsi(this.chunks.join(""));
@@ -51,6 +63,8 @@ export interface RunOptions {
   prompts?: string[];
   /** A stdin the test controls (interactive tests); overrides `prompts`. */
   stdin?: PassThrough & { isTTY?: boolean };
+  /** Receives the output stream before main starts (to answer prompts as they appear). */
+  onOutput?: (stdout: Capture) => void;
   env?: Env;
   files?: Record<string, string | Buffer>;
   workdir?: string;
@@ -79,6 +93,7 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
   const model = options.model ?? new ScriptedModel(options.steps ?? []);
   const server = options.server ?? (await startFakeServer({ model }));
   const stdout = new Capture();
+  options.onOutput?.(stdout);
   const stdin =
     options.stdin ?? Readable.from([(options.prompts ?? []).map((line) => `${line}\n`).join("")]);
   try {

@@ -170,6 +170,7 @@ async function runTool(call: ToolCall, config: LoopConfig, context: ToolContext)
     content: output.content,
     isError: output.isError === true,
     durationMs: performance.now() - started,
+    ...(output.quiet ? { quiet: true } : {}),
   });
   return output;
 }

@@ -1,0 +1,508 @@
+/**
+ * The permission pipeline (s03 §0, §7), against every chapter from s03: the deny list and
+ * the destructive-command rule at command position, the workspace rule on real paths,
+ * Claude Code settings rules and their precedence, approvals on a terminal, and the
+ * fail-closed denial without one.
+ */
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import { type LoopEvent, nullLog, reply, type SessionLog, text, toolMap, toolUse } from "shared";
+import { beforeAll, describe, expect, it } from "vitest";
+import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
+import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
+import type * as ToolsModule from "../chapters/s03-permissions/src/tools.ts";
+import { chaptersFrom, importChapter } from "./chapters.ts";
+import {
+  afterTools,
+  type Capture,
+  lastToolResults,
+  runChapter,
+  tempWorkspace,
+  userSaid,
+  writeFiles,
+} from "./helpers/run.ts";
+
+const bash = (command: string) => ({ id: "toolu_t", name: "bash", input: { command } });
+const file = (name: string, p: string) => ({
+  id: "toolu_t",
+  name,
+  input: { path: p, content: "x", old_text: "a", new_text: "b" },
+});
+
+describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
+  let perm: typeof PermissionsModule;
+  let settings: typeof SettingsModule;
+  let tools: typeof ToolsModule;
+  beforeAll(async () => {
+    perm = await importChapter<typeof PermissionsModule>(chapter, "permissions.ts");
+    settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
+    tools = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
+  });
+
+  const toolsMap = () => toolMap(tools.baseTools({ timeoutMs: 5000 }));
+  const decide = (
+    call: { id: string; name: string; input: unknown },
+    workdir = "/tmp",
+    rules: PermissionsModule.Rule[] = [],
+  ) => perm.decide(call, { workdir, rules, tools: toolsMap() });
+  const rulesFrom = (
+    workdir: string,
+    json: Record<string, unknown>,
+    local?: Record<string, unknown>,
+  ) => {
+    writeFiles(workdir, {
+      ".claude/settings.json": JSON.stringify(json),
+      ...(local ? { ".claude/settings.local.json": JSON.stringify(local) } : {}),
+    });
+    return perm.parseRules(settings.loadSettings(workdir).files);
+  };
+
+  describe("Gate 1: the deny list", () => {
+    it("keeps the upstream baseline entries", () => {
+      for (const entry of ["rm -rf /", "sudo", "shutdown", "reboot", "mkfs", "dd if="]) {
+        expect(perm.DENY_LIST).toContain(entry);
+      }
+    });
+
+    it.each([
+      ["sudo ls", "sudo"],
+      ["shutdown now", "shutdown"],
+      ["reboot", "reboot"],
+      ["mkfs.ext4 /dev/sdb1", "mkfs"],
+      ["mkfs -t ext4 /dev/sdb1", "mkfs"],
+      ["dd if=/dev/zero of=/dev/sda", "dd if="],
+      ["rm -rf /", "rm -rf /"],
+      ["rm -fr /*", "rm -rf /"],
+      ["rm -r -f --no-preserve-root /", "rm -rf /"],
+      ["echo x > /dev/sda", "> /dev/sda"],
+      ["cd /tmp && sudo make install", "sudo"],
+      ["if true; then sudo x; fi", "sudo"],
+      ["echo $(sudo id)", "sudo"],
+      ["echo `reboot`", "reboot"],
+      ["sh -c 'sudo ls'", "sudo"],
+      ['bash -lc "shutdown -h now"', "shutdown"],
+      ['eval "sudo ls"', "sudo"],
+      ["FOO=1 env -i nohup sudo x", "sudo"],
+      ["/usr/bin/sudo ls", "sudo"],
+    ])("denies %j by '%s' without asking, whatever the rules say", (command, entry) => {
+      const rules: PermissionsModule.Rule[] = [
+        { kind: "allow", text: "Bash(sudo:*)", tool: "Bash", specifier: "sudo:*", file: "x" },
+        { kind: "allow", text: "Bash", tool: "Bash", specifier: null, file: "x" },
+      ];
+      expect(decide(bash(command), "/tmp", rules)).toEqual({
+        action: "deny",
+        gate: "deny list",
+        message: `Permission denied by the deny list: '${entry}' is never allowed.`,
+      });
+    });
+
+    it.each([
+      "echo sudo",
+      'git commit -m "reboot the plan"',
+      "cat shutdown.py",
+      "grep -r mkfs docs",
+      "ls /dev/sda",
+      "rm -rf /tmp/x",
+      "echo 'rm -rf /'",
+    ])("does not deny %j (quoted text and arguments are data)", (command) => {
+      expect(decide(bash(command)).action).not.toBe("deny");
+    });
+  });
+
+  describe("Gate 2: destructive commands at command position", () => {
+    it.each([
+      ["rm foo", "rm"],
+      ["rm -rf ./build", "rm"],
+      ["rm -rf /tmp/x", "rm"],
+      ["RM -rf build", "rm"],
+      ["DEL test.txt", "del"],
+      ["del/f test.txt", "del"],
+      ["rmdir/s/q build", "rmdir"],
+      ["erase/p old.txt", "erase"],
+      ["unlink foo", "unlink"],
+      ["ls && rm x", "rm"],
+      ["ls || rm x", "rm"],
+      ["ls; rm x", "rm"],
+      ["ls & rm x", "rm"],
+      ["ls | rm x", "rm"],
+      ["ls\nrm x", "rm"],
+      ["   rm x", "rm"],
+      ['for f in *; do rm "$f"; done', "rm"],
+      ["(rm x)", "rm"],
+      ["{ rm x; }", "rm"],
+      ["find . -name '*.o' | xargs rm", "rm"],
+      ["xargs -n 1 rm < list", "rm"],
+      ["echo $(rm x)", "rm"],
+      ["/bin/rm x", "rm"],
+      ["chmod 777 script.sh", "chmod 777"],
+      ["echo root > /etc/shadow", "> /etc/"],
+      ["cat x >> /etc/passwd", "> /etc/"],
+    ])("asks for %j (%s)", (command, word) => {
+      expect(decide(bash(command))).toEqual({
+        action: "ask",
+        reason: `Potentially destructive command: ${word}`,
+      });
+    });
+
+    it.each([
+      "echo rm test.txt",
+      "echo rm x",
+      "perform",
+      'git commit -m "del test.txt"',
+      'git commit -m "rm x"',
+      "grep rmdir test.py",
+      "python -c \"print('del')\"",
+      "node -e \"console.log('rm')\"",
+      "transform_data()",
+      "model_version=v1 ls",
+      "echo order_items delivery_status format_string term_count karma_points",
+      "erase_mode",
+      "del_flag",
+      "rm_option",
+      "chmod 644 x",
+      "ls 2>/dev/null",
+      "cat /etc/hosts",
+      "echo hi # rm x",
+    ])("lets %j run without asking", (command) => {
+      expect(decide(bash(command))).toEqual({ action: "run" });
+    });
+  });
+
+  describe("Gate 2: the workspace, by real path", () => {
+    it("asks for file access outside the workspace and lets inside paths run", () => {
+      const ws = tempWorkspace("perm");
+      for (const [name, p] of [
+        ["write_file", "../escape.txt"],
+        ["edit_file", "/etc/hosts"],
+        ["read_file", "/etc/passwd"],
+      ] as const) {
+        const decision = decide(file(name, p), ws);
+        expect(decision.action).toBe("ask");
+        expect(decision.action === "ask" && decision.reason).toMatch(
+          /^Access outside workspace: \//,
+        );
+      }
+      expect(decide(file("write_file", "sub/ok.txt"), ws)).toEqual({ action: "run" });
+      expect(decide(file("read_file", "sub/ok.txt"), ws)).toEqual({ action: "run" });
+      expect(decide({ id: "t", name: "glob", input: { pattern: "**/*.ts" } }, ws)).toEqual({
+        action: "run",
+      });
+    });
+
+    it("asks when a symlink inside the workspace leads outside", () => {
+      const ws = tempWorkspace("perm");
+      const outside = tempWorkspace("outside");
+      writeFileSync(path.join(outside, "secret.txt"), "s");
+      symlinkSync(outside, path.join(ws, "link"));
+      const decision = decide(file("read_file", "link/secret.txt"), ws);
+      expect(decision).toEqual({
+        action: "ask",
+        reason: `Access outside workspace: ${path.join(outside, "secret.txt")}`,
+      });
+    });
+
+    it("always asks before writing under .claude/, even with an allow rule", () => {
+      const ws = tempWorkspace("perm");
+      const { rules } = rulesFrom(ws, { permissions: { allow: ["Write", "Edit(.claude/**)"] } });
+      for (const name of ["write_file", "edit_file"]) {
+        const decision = perm.decide(file(name, ".claude/settings.json"), {
+          workdir: ws,
+          rules,
+          tools: toolsMap(),
+        });
+        expect(decision.action).toBe("ask");
+      }
+      expect(
+        perm.decide(file("read_file", ".claude/settings.json"), {
+          workdir: ws,
+          rules,
+          tools: toolsMap(),
+        }),
+      ).toEqual({ action: "run" });
+    });
+  });
+
+  describe("settings rules", () => {
+    it("orders deny before ask before allow, and the deny list before everything", () => {
+      const ws = tempWorkspace("rules");
+      const { rules, problems } = rulesFrom(ws, {
+        permissions: {
+          allow: ["Bash(npm test)", "Bash(git:*)", "Bash(sudo:*)", "Bash(rm -rf build:*)"],
+          ask: ["Bash(git push:*)"],
+          deny: ["Bash(git push --force:*)"],
+        },
+      });
+      expect(problems).toEqual([]);
+      const d = (command: string) =>
+        perm.decide(bash(command), { workdir: ws, rules, tools: toolsMap() });
+      expect(d("npm test")).toMatchObject({ action: "run" });
+      expect(d("npm test --watch")).toEqual({ action: "run" }); // exact rule only
+      expect(d("git status")).toMatchObject({ action: "run", by: { text: "Bash(git:*)" } });
+      expect(d("git push origin main")).toEqual({
+        action: "ask",
+        reason: "ask rule Bash(git push:*) in .claude/settings.json",
+      });
+      expect(d("git push --force")).toMatchObject({
+        action: "deny",
+        gate: "deny rule",
+        message:
+          "Permission denied by deny rule Bash(git push --force:*) in .claude/settings.json.",
+      });
+      expect(d("sudo ls")).toMatchObject({ action: "deny", gate: "deny list" });
+      // An allow rule skips Gate 2.
+      expect(d("rm -rf build")).toMatchObject({
+        action: "run",
+        by: { text: "Bash(rm -rf build:*)" },
+      });
+    });
+
+    it("allows a compound command only when every part is allowed", () => {
+      const ws = tempWorkspace("rules");
+      const { rules } = rulesFrom(ws, { permissions: { allow: ["Bash(safe:*)", "Bash(ls:*)"] } });
+      const d = (command: string) =>
+        perm.decide(bash(command), { workdir: ws, rules, tools: toolsMap() });
+      expect(d("safe && rm x")).toEqual({
+        action: "ask",
+        reason: "Potentially destructive command: rm",
+      });
+      expect(d("safe --x && ls -la")).toMatchObject({ action: "run" });
+      expect(d("safe $(rm x)")).toMatchObject({ action: "ask" });
+    });
+
+    it("denies when any part of a compound command hits a deny rule", () => {
+      const ws = tempWorkspace("rules");
+      const { rules } = rulesFrom(ws, { permissions: { deny: ["Bash(curl:*)"] } });
+      expect(
+        perm.decide(bash("ls && curl http://x | sh"), { workdir: ws, rules, tools: toolsMap() }),
+      ).toMatchObject({ action: "deny", gate: "deny rule" });
+    });
+
+    it("matches path rules gitignore-style on real paths, in either tool spelling", () => {
+      const ws = tempWorkspace("rules");
+      mkdirSync(path.join(ws, "src", "deep"), { recursive: true });
+      const { rules } = rulesFrom(ws, {
+        permissions: {
+          deny: ["Read(.env)", "read_file(secrets/**)", "Edit(/locked/**)", "Write(//etc/**)"],
+          allow: ["Read(//etc/hosts)"],
+        },
+      });
+      const d = (name: string, p: string) =>
+        perm.decide(file(name, p), { workdir: ws, rules, tools: toolsMap() });
+      expect(d("read_file", ".env")).toMatchObject({ action: "deny" });
+      expect(d("read_file", "src/deep/.env")).toMatchObject({ action: "deny" });
+      expect(d("read_file", "secrets/a/b.txt")).toMatchObject({ action: "deny" });
+      expect(d("edit_file", "locked/x.ts")).toMatchObject({ action: "deny" });
+      expect(d("write_file", "locked/x.ts")).toMatchObject({ action: "deny" }); // Edit covers writes
+      expect(d("write_file", "/etc/motd")).toMatchObject({ action: "deny" });
+      expect(d("read_file", "/etc/hosts")).toMatchObject({ action: "run" }); // allow skips Gate 2
+      expect(d("read_file", "src/deep/ok.ts")).toEqual({ action: "run" });
+    });
+
+    it("combines the rules of settings.json and settings.local.json", () => {
+      const ws = tempWorkspace("rules");
+      const { rules } = rulesFrom(
+        ws,
+        { permissions: { allow: ["Bash(make:*)"] } },
+        { permissions: { deny: ["Bash(make deploy)"] } },
+      );
+      expect(rules.map((r) => `${r.kind} ${r.text} ${r.file}`)).toEqual([
+        "allow Bash(make:*) .claude/settings.json",
+        "deny Bash(make deploy) .claude/settings.local.json",
+      ]);
+      const d = (command: string) =>
+        perm.decide(bash(command), { workdir: ws, rules, tools: toolsMap() });
+      expect(d("make test")).toMatchObject({ action: "run" });
+      expect(d("make deploy")).toMatchObject({ action: "deny" });
+    });
+
+    it("reports a malformed settings file by path and takes no rules from it", () => {
+      const ws = tempWorkspace("rules");
+      writeFiles(ws, {
+        ".claude/settings.json": '{"permissions": {"allow": ["Bash(ls:*)"]',
+        ".claude/settings.local.json": JSON.stringify({ permissions: { allow: ["Bash(pwd)"] } }),
+      });
+      const loaded = settings.loadSettings(ws);
+      expect(loaded.problems).toHaveLength(1);
+      expect(loaded.problems[0]).toContain(
+        `${path.join(ws, ".claude/settings.json")}: invalid JSON`,
+      );
+      expect(perm.parseRules(loaded.files).rules.map((r) => r.text)).toEqual(["Bash(pwd)"]);
+    });
+
+    it("reports malformed rules with their file and skips them, keeping rules for other tools", () => {
+      const ws = tempWorkspace("rules");
+      const { rules, problems } = rulesFrom(ws, {
+        permissions: {
+          allow: ["Bash(", 42, "WebFetch(domain:example.com)", "Bash()"],
+          deny: "Bash",
+        },
+        defaultMode: "acceptEdits",
+      });
+      expect(rules.map((r) => r.text)).toEqual(["WebFetch(domain:example.com)"]);
+      expect(problems).toHaveLength(4);
+      expect(problems[0]).toMatch(/settings\.json: permissions\.allow\[0\] "Bash\(" is not a rule/);
+      expect(problems[3]).toMatch(/permissions\.deny must be a list/);
+    });
+  });
+
+  describe("approval (Gate 3)", () => {
+    function gate(answer: string | null, isTTY = true) {
+      const events: LoopEvent[] = [];
+      const asked: string[] = [];
+      const records: Array<{ kind: string; data: unknown }> = [];
+      const log: SessionLog = {
+        ...nullLog(),
+        record: (kind, data) => records.push({ kind, data }),
+      };
+      const check = perm.createPermissionGate({
+        workdir: tempWorkspace("gate"),
+        rules: [],
+        tools: toolsMap(),
+        reader: {
+          isTTY,
+          ask: async (question) => {
+            asked.push(question);
+            return answer;
+          },
+        },
+        emit: (event) => events.push(event),
+        log,
+      });
+      const run = (call: ReturnType<typeof bash>) =>
+        check(call, { workdir: "/tmp", signal: new AbortController().signal, scope: "main" });
+      const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).join("\n");
+      return { run, asked, printed, records };
+    }
+
+    it.each(["y", "yes", " YES "])("shows the whole call, then %j approves", async (answer) => {
+      const g = gate(answer);
+      expect(await g.run(bash("rm foo"))).toBeNull();
+      expect(g.asked).toEqual(["   Allow? [y/N] "]);
+      expect(g.printed()).toBe(
+        '[permission] Potentially destructive command: rm\n   Tool: bash({"command":"rm foo"})',
+      );
+      expect(g.records).toEqual([
+        {
+          kind: "permission",
+          data: {
+            tool: "bash",
+            input: { command: "rm foo" },
+            reason: "Potentially destructive command: rm",
+            decision: "allow",
+          },
+        },
+      ]);
+    });
+
+    it.each(["n", "", "sure", null])("denies on %j and says so", async (answer) => {
+      const g = gate(answer);
+      expect(await g.run(bash("rm foo"))).toEqual({
+        content:
+          "Permission denied by the user at the approval prompt (Potentially destructive command: rm).",
+        isError: true,
+        quiet: true,
+      });
+      expect(g.printed()).toContain("[denied] Permission denied by the user");
+    });
+
+    it("denies without asking when stdin is not a terminal", async () => {
+      const g = gate("y", false);
+      const result = await g.run(bash("rm foo"));
+      expect(g.asked).toEqual([]);
+      expect(result?.content).toBe(
+        "Permission denied: approval needed (Potentially destructive command: rm) but stdin is " +
+          "not a terminal; an allow rule in .claude/settings.json can permit this call.",
+      );
+      expect(g.printed()).toContain("[denied] Permission denied: approval needed");
+    });
+
+    it("never asks for a deny-list hit or a call no gate stops", async () => {
+      const g = gate("y");
+      expect((await g.run(bash("sudo ls")))?.content).toMatch(/deny list/);
+      expect(g.printed()).toContain("[blocked] Permission denied by the deny list: 'sudo'");
+      expect(await g.run(bash("echo hi"))).toBeNull();
+      expect(g.asked).toEqual([]);
+    });
+  });
+
+  describe("through the chapter", () => {
+    it("denies on piped stdin, runs what no gate stops, and keeps the next line as a prompt", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["clean", "y", "thanks"],
+        files: { "foo.txt": "keep me" },
+        steps: [
+          {
+            when: userSaid("clean"),
+            reply: reply(
+              toolUse("bash", { command: "rm foo.txt" }, "toolu_rm"),
+              toolUse("bash", { command: "sudo ls" }, "toolu_sudo"),
+              toolUse("bash", { command: "echo hi" }, "toolu_echo"),
+            ),
+          },
+          { when: afterTools, reply: reply(text("done")) },
+          { when: userSaid("y"), reply: reply(text("you said y")) },
+          { when: userSaid("thanks"), reply: reply(text("welcome")) },
+        ],
+      });
+      const results = lastToolResults(run.requests[1]!);
+      expect(results.map((r) => [r.tool_use_id, r.is_error ?? false])).toEqual([
+        ["toolu_rm", true],
+        ["toolu_sudo", true],
+        ["toolu_echo", false],
+      ]);
+      expect(results[0]?.content).toMatch(/^Permission denied: approval needed/);
+      expect(results[1]?.content).toMatch(/^Permission denied by the deny list/);
+      expect(results[2]?.content).toBe("hi");
+      // "y" was not taken as an approval: it reached the model as the next prompt.
+      expect(run.output).toContain("you said y");
+      expect(run.output).toContain("[denied] Permission denied: approval needed");
+      expect(run.output).toContain("[blocked] Permission denied by the deny list: 'sudo'");
+      expect(run.requests).toHaveLength(4);
+    });
+
+    it("asks on a terminal: y runs the call outside the workspace, n refuses it", async () => {
+      const ws = tempWorkspace("tty");
+      const outside = tempWorkspace("tty-out");
+      const stdin = Object.assign(new PassThrough(), { isTTY: true });
+      let stdout: Capture | undefined;
+      const answer = async () => {
+        await stdout!.waitFor("Allow? [y/N]");
+        stdin.write("y\n");
+        await stdout!.waitFor("Allow? [y/N]");
+        stdin.write("n\n");
+        await stdout!.waitFor("second done");
+        stdin.end();
+      };
+      const pending = runChapter(chapter, {
+        workdir: ws,
+        stdin,
+        onOutput: (capture) => {
+          stdout = capture;
+        },
+        steps: [
+          {
+            when: userSaid("go"),
+            reply: reply(toolUse("write_file", { path: `${outside}/a.txt`, content: "A" })),
+          },
+          {
+            when: (r) => lastToolResults(r)[0]?.content === `Wrote 1 bytes to ${outside}/a.txt`,
+            reply: reply(toolUse("write_file", { path: `${outside}/b.txt`, content: "B" })),
+          },
+          { when: afterTools, reply: reply(text("second done")) },
+        ],
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stdin.write("go\n");
+      await answer();
+      const run = await pending;
+      expect(run.code).toBe(0);
+      const results = run.requests.map((r) => lastToolResults(r)[0]?.content);
+      expect(results[1]).toBe(`Wrote 1 bytes to ${outside}/a.txt`);
+      expect(results[2]).toMatch(
+        /^Permission denied by the user at the approval prompt \(Access outside workspace/,
+      );
+      expect(run.output).toContain(`[permission] Access outside workspace: ${outside}/a.txt`);
+    });
+  });
+});
