@@ -112,12 +112,7 @@ async function approve(
   return { content: message, isError: true, quiet: true };
 }
 
-function notice(
-  options: PermissionOptions,
-  context: ToolContext,
-  text: string,
-  tone: Tone,
-) {
+function notice(options: PermissionOptions, context: ToolContext, text: string, tone: Tone) {
   options.emit({ type: "notice", scope: context.scope, text, tone });
 }
 
