@@ -13,6 +13,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s01", dir: "s01-loop", title: "Agent Loop" },
   { id: "s02", dir: "s02-tools", title: "Tool Use" },
   { id: "s03", dir: "s03-permissions", title: "Permissions" },
+  { id: "s04", dir: "s04-hooks", title: "Hooks" },
 ];
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */

@@ -2,13 +2,13 @@
  * The agent loop and the REPL, through each chapter's real `main` against the fake API.
  * Runs against every chapter from s01 (DESIGN §4 carry-forward).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { apiError, reply, ScriptedModel, startFakeServer, text, thinking, toolUse } from "shared";
 import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
-import { afterTools, lastToolResults, runChapter, userSaid } from "./helpers/run.ts";
+import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 
@@ -210,26 +210,6 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
     expect(run.output).toContain("two ok");
   });
 
-  it("survives dropped connections: retried by the SDK, reported when they persist", async () => {
-    const server = await startFakeServer({
-      model: new ScriptedModel([
-        { when: userSaid("flaky"), reply: reply(text("made it")) },
-        { when: userSaid("dead"), reply: reply(text("never")) },
-      ]),
-    });
-    server.failNext({ fault: "drop" }); // "flaky": dropped once, the SDK's retry succeeds
-    try {
-      const first = await runChapter(chapter, { prompts: ["flaky"], server });
-      expect(first.output).toContain("made it");
-      for (let i = 0; i < 3; i++) server.failNext({ fault: "drop" }); // every try of "dead"
-      const second = await runChapter(chapter, { prompts: ["dead"], server });
-      expect(second.output).toMatch(/connection error: .*this turn was discarded/);
-      expect(second.code).toBe(0);
-    } finally {
-      await server.close();
-    }
-  }, 20_000);
-
   it("names MODEL_ID when the endpoint rejects the model", async () => {
     const run = await runChapter(chapter, {
       prompts: ["hi"],
@@ -299,21 +279,44 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
       ],
       env: { ANTHROPIC_API_KEY: "sk-secret-test-key-123" },
     });
-    const dir = path.join(run.workdir, ".harness", "logs");
-    const files = readdirSync(dir).sort();
+    const { files, api: raw, transcript } = sessionLog(run.workdir);
     expect(files).toHaveLength(2);
     expect(files[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}_\d+_api\.jsonl$/);
     expect(files[1]).toMatch(/_transcript\.log$/);
-    const raw = readFileSync(path.join(dir, files[0]!), "utf8");
     const kinds = raw
       .trim()
       .split("\n")
       .map((line) => (JSON.parse(line) as { kind: string }).kind);
     expect(kinds).toEqual(["config", "request", "response", "request", "response"]);
-    const transcript = readFileSync(path.join(dir, files[1]!), "utf8");
     expect(transcript).toContain("TOOL RESULT bash");
     expect(transcript).toContain("logged it");
     expect(raw + transcript).not.toContain("sk-secret-test-key-123");
     expect(readFileSync(path.join(run.workdir, ".harness", ".gitignore"), "utf8")).toBe("*\n");
   });
+});
+
+// The SDK's retry backoff makes this test wait ~2 s; the chapters wait side by side.
+describe.concurrent("dropped connections", () => {
+  it.for(chaptersFrom("s01"))(
+    "$id survives dropped connections: retried by the SDK, reported when they persist",
+    async (chapter, { expect }) => {
+      const server = await startFakeServer({
+        model: new ScriptedModel([
+          { when: userSaid("flaky"), reply: reply(text("made it")) },
+          { when: userSaid("dead"), reply: reply(text("never")) },
+        ]),
+      });
+      server.failNext({ fault: "drop" }); // "flaky": dropped once, the SDK's retry succeeds
+      try {
+        const first = await runChapter(chapter, { prompts: ["flaky"], server });
+        expect(first.output).toContain("made it");
+        for (let i = 0; i < 3; i++) server.failNext({ fault: "drop" }); // every try of "dead"
+        const second = await runChapter(chapter, { prompts: ["dead"], server });
+        expect(second.output).toMatch(/connection error: .*this turn was discarded/);
+        expect(second.code).toBe(0);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });

@@ -3,7 +3,14 @@
  * Messages API with a scripted model, prompts on a piped stdin, and the printed output
  * captured (colour off). Nothing touches the network or needs a key.
  */
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type PassThrough, Readable, Writable } from "node:stream";
@@ -145,3 +152,14 @@ export const userSaid = (line: string) => (request: Anthropic.MessageCreateParam
   const last = request.messages.at(-1);
   return last?.role === "user" && last.content === line;
 };
+
+/** The session log files of a run's workspace (the one run that wrote there). */
+export function sessionLog(workdir: string): { files: string[]; api: string; transcript: string } {
+  const dir = path.join(workdir, ".harness", "logs");
+  const files = readdirSync(dir).sort();
+  const read = (suffix: string) => {
+    const name = files.find((file) => file.endsWith(suffix));
+    return name ? readFileSync(path.join(dir, name), "utf8") : "";
+  };
+  return { files, api: read("_api.jsonl"), transcript: read("_transcript.log") };
+}

@@ -108,6 +108,8 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       }
       const more = await seams.onStop?.(messages, response);
       if (more) {
+        // A Stop hook keeps the turn going: show the answer it did not let stand.
+        showProse(response, config, false);
         append({ role: "user", content: more });
         continue;
       }
@@ -203,10 +205,10 @@ function error(content: string): ToolOutput {
 }
 
 /** Text and thinking that come with tool calls are shown before the calls run. */
-function showProse(response: Message, config: LoopConfig): void {
+function showProse(response: Message, config: LoopConfig, withThinking = true): void {
   for (const block of response.content) {
     if (block.type === "text") config.emit({ type: "text", scope: config.scope, text: block.text });
-    if (block.type === "thinking") emitThinking(config, block.thinking);
+    if (block.type === "thinking" && withThinking) emitThinking(config, block.thinking);
   }
 }
 

@@ -1,0 +1,482 @@
+/**
+ * Hooks (s04 §0, §7), against every chapter from s04: the bus's ordering and results,
+ * the permission pipeline as the first PreToolUse hook, the Stop continuation cap, and
+ * command hooks from .claude/settings.json in Claude Code's shape.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type Anthropic from "@anthropic-ai/sdk";
+import { type LoopEvent, nullLog, reply, type SessionLog, text, toolMap, toolUse } from "shared";
+import { beforeAll, describe, expect, it } from "vitest";
+import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
+import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
+import type * as ToolsModule from "../chapters/s04-hooks/src/tools.ts";
+import { chaptersFrom, importChapter } from "./chapters.ts";
+import { isAlive } from "./helpers/process.ts";
+import {
+  afterTools,
+  lastToolResults,
+  runChapter,
+  sessionLog,
+  tempWorkspace,
+  writeFiles,
+} from "./helpers/run.ts";
+
+type Request = Anthropic.MessageCreateParams;
+
+/** A settings file with command hooks: `{ Event: [[matcher, command, timeout?], …] }`. */
+function settingsWith(hooks: Record<string, Array<[string | null, string, number?]>>) {
+  const section: Record<string, unknown[]> = {};
+  for (const [event, list] of Object.entries(hooks)) {
+    section[event] = list.map(([matcher, command, timeout]) => ({
+      ...(matcher === null ? {} : { matcher }),
+      hooks: [{ type: "command", command, ...(timeout ? { timeout } : {}) }],
+    }));
+  }
+  return { ".claude/settings.json": JSON.stringify({ hooks: section }) };
+}
+
+describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
+  let hooks: typeof HooksModule;
+  let settings: typeof SettingsModule;
+  let tools: typeof ToolsModule;
+  beforeAll(async () => {
+    hooks = await importChapter<typeof HooksModule>(chapter, "hooks.ts");
+    settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
+    tools = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
+  });
+
+  function bus(log: SessionLog = nullLog()) {
+    const events: LoopEvent[] = [];
+    const workdir = tempWorkspace("bus");
+    const instance = new hooks.HookBus({
+      workdir,
+      tools: toolMap(tools.baseTools({ timeoutMs: 5000 })),
+      emit: (event) => events.push(event),
+      log,
+    });
+    const context = { workdir, scope: "main", signal: new AbortController().signal };
+    const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).filter(Boolean);
+    return { bus: instance, context, printed, workdir };
+  }
+  const call = { id: "toolu_1", name: "bash", input: { command: "echo hi" } };
+
+  describe("the bus", () => {
+    it("runs hooks in registration order and stops at the first result", async () => {
+      const { bus: b, context } = bus();
+      const called: string[] = [];
+      b.register("PreToolUse", "a", () => {
+        called.push("a");
+        return null;
+      });
+      b.register("PreToolUse", "b", async () => {
+        called.push("b");
+        return "blocked by b";
+      });
+      b.register("PreToolUse", "c", () => {
+        called.push("c");
+        return "never";
+      });
+      expect(await b.preToolUse(call, context)).toEqual({
+        content: "blocked by b",
+        isError: true,
+        quiet: false,
+      });
+      expect(called).toEqual(["a", "b"]);
+    });
+
+    it("treats an empty string as no result: it neither blocks nor short-circuits", async () => {
+      const { bus: b, context } = bus();
+      let reached = false;
+      b.register("PreToolUse", "empty", () => "");
+      b.register("PreToolUse", "next", () => {
+        reached = true;
+        return null;
+      });
+      expect(await b.preToolUse(call, context)).toBeNull();
+      expect(reached).toBe(true);
+    });
+
+    it("fails closed when a PreToolUse hook throws, and only reports other hooks' failures", async () => {
+      const { bus: b, context, printed } = bus();
+      b.register("PreToolUse", "broken", () => {
+        throw new Error("boom");
+      });
+      expect(await b.preToolUse(call, context)).toEqual({
+        content: "Error: PreToolUse hook broken failed: boom",
+        isError: true,
+      });
+      b.register("PostToolUse", "broken", () => {
+        throw new Error("later");
+      });
+      const output = { content: "hi" };
+      expect(await b.postToolUse(call, output, context)).toEqual(output);
+      expect(printed()).toContain(
+        "[hook] PostToolUse(broken): PostToolUse hook broken failed: later",
+      );
+    });
+
+    it("caps forced Stop continuations per loop run and tells hooks when one is active", async () => {
+      const { bus: b, printed } = bus();
+      const active: boolean[] = [];
+      b.register("Stop", "always", (_messages, context) => {
+        active.push(context.stopHookActive);
+        return "keep going";
+      });
+      const seams = b.loopSeams("main");
+      const stop = () => seams.onStop!([], {} as Anthropic.Message);
+      const answers = [await stop(), await stop(), await stop(), await stop()];
+      expect(answers).toEqual(["keep going", "keep going", "keep going", null]);
+      expect(active).toEqual([false, true, true, true]);
+      expect(printed()).toContain(
+        `[hook] Stop: continuation cap (${hooks.MAX_STOP_CONTINUATIONS}) reached; stopping`,
+      );
+      // A new loop run starts from zero.
+      expect(await b.loopSeams("main").onStop!([], {} as Anthropic.Message)).toBe("keep going");
+    });
+
+    it("parses command hooks in Claude Code's shape and reports what it cannot use", () => {
+      const ws = tempWorkspace("parse");
+      writeFiles(ws, {
+        ".claude/settings.json": JSON.stringify({
+          hooks: {
+            PreToolUse: [
+              { matcher: "Bash", hooks: [{ type: "command", command: "a.sh", timeout: 5 }] },
+              { matcher: "(", hooks: [{ type: "command", command: "bad-regex.sh" }] },
+              { hooks: [{ type: "prompt", prompt: "x" }, { type: "command" }] },
+            ],
+            SessionStart: [{ hooks: [{ type: "command", command: "s.sh" }] }],
+            Stop: { not: "a list" },
+            SubagentStop: [
+              { matcher: "*", hooks: [{ type: "command", command: "sub.sh", timeout: -1 }] },
+            ],
+          },
+        }),
+        ".claude/settings.local.json": JSON.stringify({
+          hooks: { PostToolUse: [{ matcher: "", hooks: [{ type: "command", command: "b.sh" }] }] },
+        }),
+      });
+      const { hooks: found, problems } = hooks.parseCommandHooks(settings.loadSettings(ws).files);
+      expect(found).toEqual([
+        {
+          event: "PreToolUse",
+          matcher: "Bash",
+          command: "a.sh",
+          timeoutS: 5,
+          file: ".claude/settings.json",
+        },
+        {
+          event: "PostToolUse",
+          matcher: null,
+          command: "b.sh",
+          timeoutS: 60,
+          file: ".claude/settings.local.json",
+        },
+      ]);
+      const file = path.join(ws, ".claude/settings.json");
+      expect(problems).toEqual([
+        `${file}: hooks.PreToolUse[1].matcher "(" is not a valid pattern; skipped`,
+        `${file}: hooks.PreToolUse[2].hooks[0]: type "prompt" is not supported (only "command"); skipped`,
+        `${file}: hooks.PreToolUse[2].hooks[1]: "command" must be a non-empty string; skipped`,
+        `${file}: hooks.SessionStart is not an event this chapter has; skipped`,
+        `${file}: hooks.Stop must be a list; skipped`,
+        `${file}: hooks.SubagentStop[0].hooks[0]: "timeout" must be a positive number of seconds; skipped`,
+      ]);
+    });
+  });
+
+  describe("through the chapter", () => {
+    it("blocks a deny-listed call with s03's text and logHook never sees it", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["go"],
+        steps: [
+          {
+            reply: reply(
+              toolUse("bash", { command: "sudo ls" }),
+              toolUse("bash", { command: "echo ok" }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("done")) },
+        ],
+      });
+      const results = lastToolResults(run.requests[1]!);
+      expect(results[0]?.content).toBe(
+        "Permission denied by the deny list: 'sudo' is never allowed.",
+      );
+      expect(results[1]?.content).toBe("ok");
+      expect(run.output).toContain("[blocked] Permission denied by the deny list");
+      expect(run.output.match(/\[hook\] PreToolUse\(logHook\)/g)).toHaveLength(1);
+      expect(run.output).toContain("[hook] UserPromptSubmit(contextInjectHook): working in");
+      expect(run.output).toContain("[hook] Stop(summaryHook): session used 2 tool calls");
+    });
+
+    it("gives a command hook the call as JSON on stdin, and CLAUDE_PROJECT_DIR", async () => {
+      const capture = (name: string) => `cat > "$CLAUDE_PROJECT_DIR/${name}.json"`;
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          UserPromptSubmit: [[null, capture("prompt")]],
+          PreToolUse: [["Bash", capture("pre")]],
+          PostToolUse: [["bash", capture("post")]],
+          Stop: [[null, capture("stop")]],
+        }),
+        prompts: ["inspect"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo seen" }, "toolu_seen")) },
+          { when: afterTools, reply: reply(text("done")) },
+        ],
+      });
+      const read = (name: string) =>
+        JSON.parse(readFileSync(path.join(run.workdir, `${name}.json`), "utf8")) as Record<
+          string,
+          unknown
+        >;
+      const pre = read("pre");
+      expect(pre).toMatchObject({
+        cwd: run.workdir,
+        hook_event_name: "PreToolUse",
+        tool_name: "bash",
+        tool_input: { command: "echo seen" },
+        tool_use_id: "toolu_seen",
+      });
+      expect(pre.session_id).toMatch(/^[0-9a-f]{16}$/);
+      expect(existsSync(String(pre.transcript_path))).toBe(true);
+      expect(String(pre.transcript_path)).toMatch(/\.harness\/logs\/.*_api\.jsonl$/);
+      expect(read("post")).toMatchObject({ hook_event_name: "PostToolUse", tool_response: "seen" });
+      expect(read("prompt")).toMatchObject({
+        hook_event_name: "UserPromptSubmit",
+        prompt: "inspect",
+      });
+      expect(read("stop")).toMatchObject({ hook_event_name: "Stop", stop_hook_active: false });
+      expect(run.output).toContain(
+        '[hook] PreToolUse (matcher Bash): cat > "$CLAUDE_PROJECT_DIR/pre.json"',
+      );
+    });
+
+    it("blocks on exit code 2 with stderr as the reason the model reads", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({ PreToolUse: [["Bash", "echo 'no shell today' >&2; exit 2"]] }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "touch made.txt" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]).toMatchObject({
+        content: "Blocked by PreToolUse hook (echo 'no shell today' >&2; exit 2): no shell today",
+        is_error: true,
+      });
+      expect(existsSync(path.join(run.workdir, "made.txt"))).toBe(false);
+      expect(run.output).toContain(
+        "[hook] PreToolUse (echo 'no shell today' >&2; exit 2) blocked: no shell today",
+      );
+    });
+
+    it.each([
+      ['echo \'{"decision":"block","reason":"json says no"}\'', "json says no"],
+      [
+        'echo \'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy"}}\'',
+        "policy",
+      ],
+    ])("blocks on exit 0 with blocking JSON: %s", async (command, reason) => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({ PreToolUse: [[null, command]] }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo x" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(
+        `Blocked by PreToolUse hook (${command}): ${reason}`,
+      );
+    });
+
+    it("ignores an allow decision (hooks can block, never grant)", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [[null, 'echo \'{"hookSpecificOutput":{"permissionDecision":"allow"}}\'']],
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "rm x" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
+        /^Permission denied: approval needed/,
+      );
+    });
+
+    it("kills a hook that times out (with its children), says so, and runs the call", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [["Bash", 'sleep 30 & echo $! > "$CLAUDE_PROJECT_DIR/hook.pid"; wait', 1]],
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo still ran" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(run.output).toContain(
+        '[hook] sleep 30 & echo $! > "$CLAUDE_PROJECT_DIR/hook.pid"; wait timed out after 1s',
+      );
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe("still ran");
+      const pid = Number(readFileSync(path.join(run.workdir, "hook.pid"), "utf8"));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(isAlive(pid)).toBe(false);
+    });
+
+    it("reports invalid output and other exit codes, and goes on", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [
+            [null, "echo '{not json'"],
+            [null, "echo 'oops' >&2; exit 1"],
+          ],
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo fine" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(run.output).toContain(
+        "[hook] echo '{not json': invalid hook output (not JSON); ignored",
+      );
+      expect(run.output).toContain(
+        "[hook] echo 'oops' >&2; exit 1 failed (exit status 1): oops; ignored",
+      );
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe("fine");
+      const log = sessionLog(run.workdir).api;
+      expect(log).toContain('"outcome":"invalid output"');
+      expect(log).toContain('"outcome":"failed"');
+    });
+
+    it("matches tool names whole, in the course's or Claude Code's spelling", async () => {
+      const mark = (name: string) => `echo ${name} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [
+            ["Bash", mark("Bash")],
+            ["Edit|Write", mark("EditWrite")],
+            ["read_file", mark("read_file")],
+            ["Rea", mark("partial")],
+            ["*", mark("star")],
+          ],
+        }),
+        prompts: ["go"],
+        steps: [
+          {
+            reply: reply(
+              toolUse("read_file", { path: "a.txt" }),
+              toolUse("write_file", { path: "b.txt", content: "b" }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8").split("\n")).toEqual([
+        "read_file",
+        "star",
+        "EditWrite",
+        "star",
+        "",
+      ]);
+    });
+
+    it("adds a PostToolUse block to the result as feedback (the tool already ran)", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({ PostToolUse: [["Bash", "echo 'lint failed' >&2; exit 2"]] }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo built" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(
+        "built\nPostToolUse hook feedback: lint failed",
+      );
+    });
+
+    it("UserPromptSubmit: a block drops the line; plain stdout joins the prompt as context", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          UserPromptSubmit: [
+            [
+              null,
+              'grep -q secret && { echo "no secrets in prompts" >&2; exit 2; }; echo "branch: main"',
+            ],
+          ],
+        }),
+        prompts: ["my secret is 42", "hello"],
+        steps: [{ reply: reply(text("hi")) }],
+      });
+      expect(run.requests).toHaveLength(1);
+      expect(run.requests[0]!.messages).toEqual([
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "hello" },
+            { type: "text", text: "branch: main" },
+          ],
+        },
+      ]);
+      expect(run.output).toContain("[hook] prompt not sent: no secrets in prompts");
+    });
+
+    it("an always-continuing Stop hook gives exactly cap + 1 requests, and the cap resets per line", async () => {
+      const cap = hooks.MAX_STOP_CONTINUATIONS;
+      const run = await runChapter(chapter, {
+        files: settingsWith({ Stop: [[null, "echo 'not yet' >&2; exit 2"]] }),
+        prompts: ["first", "second"],
+        steps: [
+          ...Array.from({ length: cap + 1 }, () => ({
+            when: (r: Request) =>
+              JSON.stringify(r.messages).includes("first") &&
+              !JSON.stringify(r.messages).includes("second"),
+            reply: reply(text("answer")),
+          })),
+          ...Array.from({ length: cap + 1 }, () => ({
+            when: (r: Request) => JSON.stringify(r.messages).includes("second"),
+            reply: reply(text("answer")),
+          })),
+        ],
+      });
+      expect(run.requests).toHaveLength(2 * (cap + 1));
+      expect(run.requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "not yet" });
+      expect(run.output.match(/continuation cap/g)).toHaveLength(2);
+      expect(run.model.unmatched).toHaveLength(0);
+    });
+
+    it("warns about a large read but still returns it whole", async () => {
+      const big = "x".repeat(150_000);
+      const run = await runChapter(chapter, {
+        files: { "big.txt": big },
+        prompts: ["read"],
+        steps: [
+          { reply: reply(toolUse("read_file", { path: "big.txt" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(run.output).toContain(
+        "[hook] PostToolUse(largeOutputHook): Large output from read_file: 150000 chars",
+      );
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(big);
+    });
+
+    it("lists loaded command hooks at start and reports bad ones with their file", async () => {
+      const run = await runChapter(chapter, {
+        files: {
+          ".claude/settings.json": JSON.stringify({
+            hooks: { Notification: [{ hooks: [{ type: "command", command: "n.sh" }] }] },
+          }),
+          ".claude/settings.local.json": "{broken",
+        },
+        prompts: [],
+      });
+      expect(run.output).toContain("hooks.Notification is not an event this chapter has; skipped");
+      expect(run.output).toContain(".claude/settings.local.json: invalid JSON");
+    });
+  });
+});
