@@ -14,7 +14,13 @@ export const CHAPTERS: Chapter[] = [
   { id: "s02", dir: "s02-tools", title: "Tool Use" },
   { id: "s03", dir: "s03-permissions", title: "Permissions" },
   { id: "s04", dir: "s04-hooks", title: "Hooks" },
+  { id: "s05", dir: "s05-todo", title: "TodoWrite" },
+  { id: "s06", dir: "s06-subagent", title: "Subagent" },
+  { id: "s07", dir: "s07-skills", title: "Skill Loading" },
 ];
+
+/** The five tools every chapter from s02 offers first, in order (and every subagent's set). */
+export const BASE_TOOLS = ["bash", "read_file", "write_file", "edit_file", "glob"];
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
 export const CHANGED: Record<string, { until: string; why: string }> = {

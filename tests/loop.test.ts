@@ -287,7 +287,13 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
       .trim()
       .split("\n")
       .map((line) => (JSON.parse(line) as { kind: string }).kind);
-    expect(kinds).toEqual(["config", "request", "response", "request", "response"]);
+    expect(kinds[0]).toBe("config");
+    expect(kinds.filter((kind) => kind === "request" || kind === "response")).toEqual([
+      "request",
+      "response",
+      "request",
+      "response",
+    ]);
     expect(transcript).toContain("TOOL RESULT bash");
     expect(transcript).toContain("logged it");
     expect(raw + transcript).not.toContain("sk-secret-test-key-123");

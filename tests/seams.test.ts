@@ -199,12 +199,11 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
       { id: "shell", text: "S" },
     ]);
     expect(built).toBe("I\n\nS\n\nT");
-    const main = prompt.mainSections("/ws");
-    expect(main[0]).toEqual({
+    expect(prompt.identitySection("/ws")).toEqual({
       id: "identity",
       text: "You are a coding agent at /ws. Use tools to solve tasks. Act, don't explain.",
     });
-    expect(main[1]?.text).toBe(
+    expect(bash.shellSection("/ws").text).toBe(
       "Shell: bash runs one command in /ws and returns its output; run commands rather than guessing.",
     );
   });
