@@ -9,9 +9,14 @@
  *   overhead  = wall − http − tool  (the loop, logging, printing, JSON)
  * Also: start-up time to the first prompt (the chapter's `start` command as a process),
  * and the request body size at a few rounds.
+ *
+ * From s08 on (context compaction, s08 §0.16 and review R), a second table: a long session of
+ * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
+ * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
+ * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, realpathSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -20,6 +25,8 @@ import {
   isEntry,
   type Main,
   type MessageRequest,
+  offersTools,
+  type ReceivedRequest,
   reply,
   type ScriptedAnswer,
   startFakeServer,
@@ -179,6 +186,225 @@ function format(results: ChapterBench[]): string {
   return lines.join("\n");
 }
 
+// ---------------------------------------------------------------------------------------
+// Long session (s08+): the request size must stay bounded however long the session runs.
+
+export const LONG_ROUNDS = 300;
+/** Every round's tool output: a read_file of a file exactly this many bytes long. */
+const LONG_OUTPUT_BYTES = 10_240;
+const LONG_LINE_BYTES = 64;
+/** Files cycled through, so consecutive outputs differ. */
+const LONG_FILES = 30;
+const LONG_FILE_DIR = "bench-files";
+const LONG_SIZE_AT = [1, 50, 100, 150, 200, 250, 300];
+/** Compaction arrives in s08; every later chapter inherits it and this bench. */
+const LONG_FROM_CHAPTER = 8;
+/** The bound: max(rounds 151–300) ≤ max(rounds 1–150) × (1 + slack). */
+const LONG_BOUND_SLACK = 0.1;
+/**
+ * The second run's limits. At the defaults the history settles at four whole 10 KiB results
+ * (L2 keeps 3 seen + the newest unseen) and at most 50 messages (L1), a request of about
+ * 52–57 KB, so L4's 150 000 is never reached. 55 000 sits inside the band the L1 snip cycle
+ * sweeps: a summary fires every ~20 rounds. (40 000, below the four-results floor, would
+ * summarise every third round.)
+ */
+const LOWERED_CONTEXT_LIMIT = 55_000;
+const LOWERED_LIMITS: Record<string, string> = {
+  L4_COMPACT_CONTEXT_LIMIT: String(LOWERED_CONTEXT_LIMIT),
+};
+
+export interface LongSessionRun {
+  chapter: string;
+  /** "default" or the overrides, e.g. "L4_COMPACT_CONTEXT_LIMIT=55000". */
+  limits: string;
+  /**
+   * Body bytes of main request r at index r − 1: LONG_ROUNDS + 1 of them, the last one
+   * carries round 300's result and gets the final answer (counted with rounds 151–300).
+   */
+  mainBytes: number[];
+  /** Requests without tools: the L4 summary calls. */
+  summaryCalls: number;
+  /** Body bytes of every request of the run, summary calls included. */
+  totalBytes: number;
+  /** How often each layer said it acted (its notice lines). */
+  layerNotices: Record<"L1" | "L2" | "L3" | "L4", number>;
+  maxFirstHalf: number;
+  maxSecondHalf: number;
+  pass: boolean;
+  wallMs: number;
+}
+
+/** Chapters whose folder number is LONG_FROM_CHAPTER or more (`s08-compact`, `s09-…`). */
+export function hasLongSession(dir: string): boolean {
+  const match = /^s(\d\d)-/.exec(dir);
+  return match !== null && Number(match[1]) >= LONG_FROM_CHAPTER;
+}
+
+const longFile = (index: number) => `${LONG_FILE_DIR}/file-${String(index).padStart(2, "0")}.txt`;
+
+/** LONG_OUTPUT_BYTES of ASCII: numbered lines, the filler shifted per file and per line. */
+export function longFileText(index: number): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  const lines: string[] = [];
+  for (let line = 0; lines.length * LONG_LINE_BYTES < LONG_OUTPUT_BYTES; line++) {
+    const head = `file ${String(index).padStart(2, "0")} line ${String(line).padStart(3, "0")} `;
+    let body = head;
+    for (let i = 0; body.length < LONG_LINE_BYTES - 1; i++) {
+      body += alphabet[(index * 7 + line + i) % alphabet.length];
+    }
+    lines.push(`${body}\n`);
+  }
+  return lines.join("").slice(0, LONG_OUTPUT_BYTES);
+}
+
+/**
+ * Main calls (they offer tools): read file (n − 1) mod LONG_FILES in round n, then a final
+ * answer. The round comes from a counter, never from the history, which L4 rewrites.
+ * Summary side calls (no tools): a short summary.
+ */
+function longSessionModel(rounds: number) {
+  let mainCalls = 0;
+  let summaries = 0;
+  return (request: MessageRequest): ScriptedAnswer => {
+    if (!offersTools(request)) {
+      summaries++;
+      return reply(
+        text(
+          `Summary ${summaries}: the user asked to run the long-session benchmark. ` +
+            `Bench files under ${LONG_FILE_DIR}/ are read one per round; ${mainCalls} rounds ` +
+            "so far; nothing was changed; remaining work: keep reading, then answer.",
+        ),
+      );
+    }
+    mainCalls++;
+    if (mainCalls > rounds) return reply(text("Long session finished."));
+    return reply(
+      text(`Round ${mainCalls}.`),
+      toolUse("read_file", { path: longFile((mainCalls - 1) % LONG_FILES) }),
+    );
+  };
+}
+
+function isMainRequest(request: ReceivedRequest): boolean {
+  const body = request.body;
+  return (
+    typeof body === "object" &&
+    body !== null &&
+    "tools" in body &&
+    Array.isArray(body.tools) &&
+    body.tools.length > 0
+  );
+}
+
+export async function benchLongSession(
+  dir: string,
+  limits: Record<string, string>,
+  rounds = LONG_ROUNDS,
+): Promise<LongSessionRun> {
+  const { main } = (await import(path.join(ROOT, "chapters", dir, "src", "main.ts"))) as {
+    main: Main;
+  };
+  const workdir = realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-long-${dir}-`)));
+  mkdirSync(path.join(workdir, LONG_FILE_DIR));
+  for (let i = 0; i < LONG_FILES; i++) {
+    writeFileSync(path.join(workdir, longFile(i)), longFileText(i));
+  }
+  const server = await startFakeServer({ model: longSessionModel(rounds) });
+  const sink = new Writable({ write: (_chunk, _enc, done) => done() });
+  const layerNotices = { L1: 0, L2: 0, L3: 0, L4: 0 };
+  let toolErrors = 0;
+  let outputChars = 0;
+  let status: number;
+  let wallMs: number;
+  const started = performance.now();
+  try {
+    status = await main({
+      argv: [],
+      stdin: Readable.from(["run the long-session benchmark\n"]),
+      stdout: sink,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        ANTHROPIC_BASE_URL: server.url,
+        ANTHROPIC_API_KEY: "bench-key",
+        WORKDIR: workdir,
+        NO_COLOR: "1",
+        ...limits,
+      },
+      observer: {
+        event: (event) => {
+          if (event.type === "tool_result") {
+            if (event.isError) toolErrors++;
+            outputChars = Math.max(outputChars, event.content.length);
+          }
+          if (event.type !== "notice") return;
+          const layer = /^\[compact (L[1-4])\]/.exec(event.text)?.[1];
+          if (layer === "L1" || layer === "L2" || layer === "L3" || layer === "L4")
+            layerNotices[layer]++;
+        },
+      },
+    });
+    wallMs = performance.now() - started;
+  } finally {
+    await server.close();
+    // ~20 MB of session log, archives and bench files: not worth keeping.
+    rmSync(workdir, { recursive: true, force: true });
+  }
+  const label = Object.entries(limits)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(" ");
+  const problems: string[] = [];
+  if (status !== 0) problems.push(`main exited with ${status}`);
+  const rejected = server.requests.filter((r) => r.rejected !== null);
+  if (rejected.length > 0) problems.push(`server refused ${rejected[0]!.rejected}`);
+  if (toolErrors > 0) problems.push(`${toolErrors} tool call(s) failed`);
+  if (outputChars < LONG_OUTPUT_BYTES - 1) problems.push(`outputs of only ${outputChars} chars`);
+  const mainRequests = server.requests.filter(isMainRequest);
+  if (mainRequests.length !== rounds + 1) {
+    problems.push(`${mainRequests.length} main requests, expected ${rounds + 1}`);
+  }
+  if (problems.length > 0) {
+    throw new Error(`long session ${dir} (${label || "default"}): ${problems.join("; ")}`);
+  }
+  const mainBytes = mainRequests.map((r) => Buffer.byteLength(r.rawBody));
+  const half = Math.floor(rounds / 2);
+  const maxFirstHalf = Math.max(...mainBytes.slice(0, half));
+  const maxSecondHalf = Math.max(...mainBytes.slice(half));
+  return {
+    chapter: dir,
+    limits: label || "default",
+    mainBytes,
+    summaryCalls: server.requests.length - mainRequests.length,
+    totalBytes: server.requests.reduce((sum, r) => sum + Buffer.byteLength(r.rawBody), 0),
+    layerNotices,
+    maxFirstHalf,
+    maxSecondHalf,
+    pass: maxSecondHalf <= maxFirstHalf * (1 + LONG_BOUND_SLACK),
+    wallMs,
+  };
+}
+
+function formatLong(runs: LongSessionRun[]): string {
+  const kb = (n: number | undefined) => (n === undefined ? "-" : (n / 1024).toFixed(1));
+  const slack = `${Math.round(LONG_BOUND_SLACK * 100)} %`;
+  const lines = [
+    `Long session (chapters s${String(LONG_FROM_CHAPTER).padStart(2, "0")}+): ${LONG_ROUNDS} ` +
+      `read_file rounds of ${LONG_OUTPUT_BYTES} bytes each, then a final answer. Request body ` +
+      "size (KiB) of main request r; the final request (r = 301) counts with 151–300. " +
+      `Bound: max(151–300) ≤ max(1–150) + ${slack}. Summary calls = requests without tools; sent = ` +
+      "all request bodies of the run.",
+    "",
+    `| chapter | limits | summary calls | L1 snips | ${LONG_SIZE_AT.map((n) => `req@${n}`).join(" | ")} | max 1–150 | max 151–300 | ratio | bound | sent (MiB) | wall (s) |`,
+    `|---|---|--:|--:|${LONG_SIZE_AT.map(() => "--:").join("|")}|--:|--:|--:|---|--:|--:|`,
+  ];
+  for (const r of runs) {
+    lines.push(
+      `| ${r.chapter} | ${r.limits} | ${r.summaryCalls} | ${r.layerNotices.L1} | ${LONG_SIZE_AT.map((n) => kb(r.mainBytes[n - 1])).join(" | ")} | ${kb(r.maxFirstHalf)} | ${kb(r.maxSecondHalf)} | ${(r.maxSecondHalf / r.maxFirstHalf).toFixed(3)} | ${r.pass ? "PASS" : "FAIL"} | ${(r.totalBytes / 1024 / 1024).toFixed(1)} | ${(r.wallMs / 1000).toFixed(2)} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
 if (isEntry(import.meta.url)) {
   const wanted = process.argv.slice(2);
   const dirs = chapterDirs().filter(
@@ -190,4 +416,24 @@ if (isEntry(import.meta.url)) {
     results.push(await benchChapter(dir));
   }
   process.stdout.write(`${format(results)}\n`);
+  const long: LongSessionRun[] = [];
+  for (const dir of dirs.filter(hasLongSession)) {
+    for (const limits of [{}, LOWERED_LIMITS]) {
+      process.stderr.write(
+        `bench ${dir} long session (${Object.keys(limits).length ? "lowered" : "default"} limits) ...\n`,
+      );
+      long.push(await benchLongSession(dir, limits));
+    }
+  }
+  if (long.length > 0) {
+    process.stdout.write(`\n${formatLong(long)}\n`);
+    const failed = long.filter((r) => !r.pass);
+    for (const r of failed) {
+      process.stderr.write(
+        `FAIL ${r.chapter} (${r.limits}): max request in rounds 151–300 ${r.maxSecondHalf} B > ` +
+          `${r.maxFirstHalf} B + ${Math.round(LONG_BOUND_SLACK * 100)} %\n`,
+      );
+    }
+    if (failed.length > 0) process.exitCode = 1;
+  }
 }

@@ -17,6 +17,8 @@ export const CHAPTERS: Chapter[] = [
   { id: "s05", dir: "s05-todo", title: "TodoWrite" },
   { id: "s06", dir: "s06-subagent", title: "Subagent" },
   { id: "s07", dir: "s07-skills", title: "Skill Loading" },
+  { id: "s08", dir: "s08-compact", title: "Context Compact" },
+  { id: "s09", dir: "s09-memory", title: "Memory" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */
@@ -27,6 +29,10 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
   "block list": {
     until: "s03",
     why: "s03 replaces guard.ts (block list + workspace refusal) with the permission pipeline",
+  },
+  "large results reach the model whole": {
+    until: "s08",
+    why: "s08 moves every result over 30 000 characters to a file and sends a preview",
   },
   "workspace refusal": {
     until: "s03",

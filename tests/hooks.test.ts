@@ -40,6 +40,9 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
   let hooks: typeof HooksModule;
   let settings: typeof SettingsModule;
   let tools: typeof ToolsModule;
+  const wholeResults = chaptersFrom("s04", "large results reach the model whole").some(
+    (c) => c.id === chapter.id,
+  );
   beforeAll(async () => {
     hooks = await importChapter<typeof HooksModule>(chapter, "hooks.ts");
     settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
@@ -449,7 +452,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(run.model.unmatched).toHaveLength(0);
     });
 
-    it("warns about a large read but still returns it whole", async () => {
+    it("warns about a large read (the hook sees all of it)", async () => {
       const big = "x".repeat(150_000);
       const run = await runChapter(chapter, {
         files: { "big.txt": big },
@@ -462,7 +465,10 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(run.output).toContain(
         "[hook] PostToolUse(largeOutputHook): Large output from read_file: 150000 chars",
       );
-      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(big);
+      const sent = lastToolResults(run.requests[1]!)[0]?.content;
+      // Until s08 the model gets the whole text; from s08 on, a file path and a preview.
+      if (wholeResults) expect(sent).toBe(big);
+      else expect(String(sent)).toMatch(/^<persisted-output>\nFull output: /);
     });
 
     it("lists loaded command hooks at start and reports bad ones with their file", async () => {

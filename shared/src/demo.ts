@@ -20,6 +20,8 @@ export interface DemoOptions {
   shows: string;
   /** Lines "typed" into the REPL, in order. */
   prompts: string[];
+  /** Further sessions in the same workspace, each a fresh start of the harness (s09 memory). */
+  moreSessions?: string[][];
   script: ScriptStep[];
   main: Main;
   /** Prepares the temporary workspace (sample files, settings). */
@@ -64,8 +66,14 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
   });
 
   try {
-    const stdin = Readable.from(demo.prompts.map((line) => `${line}\n`));
-    const code = await demo.main({ argv: [], stdin, stdout: io.stdout, env });
+    let code = 0;
+    for (const [i, prompts] of [demo.prompts, ...(demo.moreSessions ?? [])].entries()) {
+      if (i > 0)
+        say(style.bold("\n--- the harness restarts: a new session in the same workspace ---\n"));
+      const stdin = Readable.from(prompts.map((line) => `${line}\n`));
+      code = await demo.main({ argv: [], stdin, stdout: io.stdout, env });
+      if (code !== 0) break;
+    }
     say("");
     say(style.dim(`Demo finished. Its workspace is kept at ${workdir}`));
     say(style.dim(`(read .harness/logs/ there to see every request the model was sent).`));

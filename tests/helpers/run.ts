@@ -73,6 +73,11 @@ export interface RunOptions {
   /** Receives the output stream before main starts (to answer prompts as they appear). */
   onOutput?: (stdout: Capture) => void;
   env?: Env;
+  /**
+   * Memory extraction (s09+) adds a side call at the end of every turn. Suites about other
+   * mechanisms run without it (MEMORY_EXTRACT=0); memory.test.ts turns it on.
+   */
+  memoryExtraction?: boolean;
   files?: Record<string, string | Buffer>;
   workdir?: string;
   server?: FakeServer;
@@ -115,6 +120,7 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "test-key",
         WORKDIR: workdir,
+        MEMORY_EXTRACT: options.memoryExtraction ? "1" : "0",
         ...options.env,
       },
     });

@@ -57,7 +57,14 @@ export async function runRepl(options: ReplOptions): Promise<number> {
 
     const slash = /^\/([A-Za-z][\w-]*)(?:\s+([\s\S]*))?$/.exec(trimmed);
     if (slash) {
-      await runSlash(slash[1]!, slash[2] ?? "", commands, printer);
+      try {
+        await runSlash(slash[1]!, slash[2] ?? "", commands, printer);
+      } catch (error) {
+        // A failing command (s08's /compact calls the API) never ends the session.
+        printer.line(describeApiError(error, options.model), "error");
+      } finally {
+        reader.idle();
+      }
       continue;
     }
     const outcome = await runOneTurn(line, options);
@@ -85,7 +92,9 @@ async function runOneTurn(line: string, options: ReplOptions): Promise<"done" | 
     reader.idle();
     return "done";
   }
-  const before = history.length;
+  // A copy of the messages, not a length: later chapters (s08) may rewrite the history
+  // during a turn, and a failed turn must leave it exactly as it was.
+  const before = history.slice();
   const controller = new AbortController();
   reader.onTurnInterrupt = () => {
     // Until s15 can cancel a turn, Ctrl-C kills the running command and ends the session.
@@ -106,7 +115,7 @@ async function runOneTurn(line: string, options: ReplOptions): Promise<"done" | 
       printer.line("Interrupted.", "warn");
       return "interrupted";
     }
-    history.length = before;
+    history.splice(0, history.length, ...before);
     const reason = describeApiError(error, options.model);
     log.transcript("ERROR", reason);
     printer.line(`${reason} (this turn was discarded; the conversation is as before it)`, "error");

@@ -1,0 +1,405 @@
+/**
+ * Skills (s07): knowledge in two tiers, so the model pays for a document only when it
+ * needs it.
+ *
+ *   catalog     one `- name: description` line per skill, always in the system prompt
+ *   load_skill  the whole SKILL.md, returned as an ordinary tool_result on request
+ *
+ * A skill is a folder with a `SKILL.md`: YAML frontmatter (`name`, `description`) between
+ * `---` lines, then Markdown instructions. The folders live where Claude Code keeps them,
+ * `<WORKDIR>/skills/` and `<WORKDIR>/.claude/skills/`, and are scanned once at start; the
+ * text captured then is what `load_skill` returns, so edits need a restart.
+ *
+ * `load_skill` looks skills up by name in an own-key map and never turns its input into a
+ * path: the tool can only return files the scan already accepted. A broken skill never
+ * stops the start: it falls back or is skipped, and a diagnostic tells the learner why.
+ */
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import path from "node:path";
+import {
+  asObject,
+  invalidInput,
+  nullLog,
+  type Parsed,
+  type SessionLog,
+  type ToolDefinition,
+} from "shared";
+import { parseDocument } from "yaml";
+
+/** Where skills live, scanned in this order (Claude Code's project folder second). */
+export const SKILL_ROOTS = ["skills", ".claude/skills"];
+/** The file that makes a folder a skill. */
+export const SKILL_FILE = "SKILL.md";
+/** Opens and closes the frontmatter: a line holding exactly this (a trailing CR allowed). */
+const DELIMITER = "---";
+
+// ---------------------------------------------------------------------------------------
+// Frontmatter (s09 reuses this parser for memory files).
+// ---------------------------------------------------------------------------------------
+
+export interface Frontmatter {
+  /** The YAML mapping; `{}` when there is no frontmatter; null when it is unusable. */
+  meta: Record<string, unknown> | null;
+  /** The text after the closing delimiter, trimmed; the whole text when there is none. */
+  body: string;
+  /** Why `meta` is null, for a diagnostic; null otherwise. */
+  problem: string | null;
+}
+
+/**
+ * Splits `---` frontmatter from the body.
+ *
+ * The rule: the opening delimiter is the text's first line; the closing one is the first
+ * later line that is exactly `---`. Whole-line matching is what keeps `a---b` and an
+ * indented `---` inside a block scalar from closing early. Taking the *first* such line
+ * is also right in YAML's own terms: a `---` at column 0 is a document marker that YAML
+ * forbids inside any scalar or collection, so it can never belong to a block scalar, and
+ * every later candidate would put that marker into the YAML source and fail to parse as
+ * one document. Trying the candidates in order would always settle on the first.
+ */
+export function parseFrontmatter(text: string): Frontmatter {
+  // Split on LF only and drop each line's CR, so a CRLF file reads exactly like an LF one.
+  const lines = text.split("\n");
+  if (withoutCR(lines[0]) !== DELIMITER) return { meta: {}, body: text, problem: null };
+  const close = lines.findIndex((line, index) => index > 0 && withoutCR(line) === DELIMITER);
+  if (close === -1) {
+    return { meta: null, body: text, problem: "frontmatter has no closing '---' line" };
+  }
+  const source = lines.slice(1, close).map(withoutCR).join("\n");
+  const body = lines
+    .slice(close + 1)
+    .join("\n")
+    .trim();
+  return { ...readYaml(source), body };
+}
+
+function withoutCR(line: string): string {
+  return line.endsWith("\r") ? line.slice(0, -1) : line;
+}
+
+/** The YAML source starts on the file's second line (after the opening delimiter). */
+const FIRST_YAML_LINE = 2;
+
+function readYaml(source: string): Omit<Frontmatter, "body"> {
+  // YAML 1.2's core schema: `2024-01-01` and `yes` stay strings, as Claude Code reads them.
+  const document = parseDocument(source, {
+    version: "1.2",
+    schema: "core",
+    prettyErrors: false,
+    logLevel: "silent",
+  });
+  const error = document.errors[0];
+  if (error) {
+    const { line, column } = lineAndColumn(source, error.pos[0]);
+    return {
+      meta: null,
+      problem: `frontmatter is not valid YAML (line ${line}, column ${column}: ${error.message})`,
+    };
+  }
+  let value: unknown;
+  try {
+    value = document.toJS();
+  } catch (caught) {
+    // Too many aliases (a "billion laughs" document) is refused here rather than expanded.
+    return { meta: null, problem: `frontmatter is not valid YAML (${(caught as Error).message})` };
+  }
+  // Nothing between the delimiters (or only comments) is no metadata, not a broken one.
+  if (value === null || value === undefined) return { meta: {}, problem: null };
+  const mapping = asObject(value);
+  if (mapping === null || value instanceof Date) {
+    return { meta: null, problem: `frontmatter is ${kindOf(value)}, not a mapping` };
+  }
+  return { meta: mapping, problem: null };
+}
+
+/** 1-based line (of the whole file) and column of an offset into the YAML source. */
+function lineAndColumn(source: string, offset: number): { line: number; column: number } {
+  const before = source.slice(0, offset);
+  const lineStart = before.lastIndexOf("\n") + 1;
+  const line = before.split("\n").length - 1 + FIRST_YAML_LINE;
+  return { line, column: offset - lineStart + 1 };
+}
+
+/** How a diagnostic names a value's type. */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return "empty";
+  if (Array.isArray(value)) return "a list";
+  if (value instanceof Date) return "a date";
+  if (typeof value === "object") return "a mapping";
+  return `a ${typeof value}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Scanning: the registry, built once at start.
+// ---------------------------------------------------------------------------------------
+
+export interface Skill {
+  name: string;
+  description: string;
+  /** The SKILL.md it came from (under its root, as scanned; symlinks not resolved). */
+  path: string;
+  /** The whole file as read at start, frontmatter included: what load_skill returns. */
+  text: string;
+}
+
+export interface LoadedSkills {
+  /** In catalog order: roots in SKILL_ROOTS order, folders in code-point order. */
+  skills: Skill[];
+  /** Diagnostics for the learner (the caller prints each with a `[skills] ` prefix). */
+  problems: string[];
+}
+
+/**
+ * Scans `<workdir>/skills/*\/SKILL.md`, then `<workdir>/.claude/skills/*\/SKILL.md`.
+ * Hidden folders, loose files and folders without a SKILL.md are not skills and are passed
+ * over silently; a SKILL.md that is not a regular file, resolves outside
+ * its root or cannot be read is skipped with a diagnostic. The first skill with a name
+ * wins; later ones are reported.
+ */
+export function loadSkills(workdir: string): LoadedSkills {
+  const base = path.resolve(workdir);
+  const skills: Skill[] = [];
+  const problems: string[] = [];
+  const byName = new Map<string, Skill>();
+  const shown = (file: string) => path.relative(base, file);
+
+  for (const root of SKILL_ROOTS) {
+    for (const found of scanRoot(base, root, problems)) {
+      const skill = readSkill(found, shown(found.path), problems);
+      const kept = byName.get(skill.name);
+      if (kept) {
+        problems.push(
+          `duplicate skill name '${skill.name}' in ${shown(skill.path)} ignored ` +
+            `(kept ${shown(kept.path)})`,
+        );
+        continue;
+      }
+      byName.set(skill.name, skill);
+      skills.push(skill);
+    }
+  }
+  return { skills, problems };
+}
+
+interface SkillFile {
+  folder: string;
+  path: string;
+  text: string;
+}
+
+/** One root's readable SKILL.md files, in code-point order of their folder names. */
+function scanRoot(base: string, root: string, problems: string[]): SkillFile[] {
+  const dir = path.join(base, root);
+  const shown = path.relative(base, dir);
+  let entries: string[];
+  let realRoot: string;
+  try {
+    entries = readdirSync(dir);
+    realRoot = realpathSync(dir);
+  } catch (error) {
+    // No root (or a file in its place) just means no skills there.
+    const code = errorCode(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") {
+      problems.push(`${shown}/: cannot be listed (${code}); skipped`);
+    }
+    return [];
+  }
+
+  const files: SkillFile[] = [];
+  for (const folder of entries.sort(byCodePoint)) {
+    // Like the shell's `*`, hidden folders are not matched.
+    if (folder.startsWith(".")) continue;
+    // stat follows a symlinked folder; where it leads is checked below, through SKILL.md.
+    if (!isFolder(path.join(dir, folder))) continue;
+    const file = path.join(dir, folder, SKILL_FILE);
+    const report = (problem: string) =>
+      problems.push(`${path.relative(base, file)}: ${problem}; skipped`);
+    try {
+      // lstat, not stat: a SKILL.md symlink that leads nowhere is reported, not ignored.
+      if (!lstatSync(file, { throwIfNoEntry: false })) continue;
+    } catch (error) {
+      report(`cannot be read (${errorCode(error)})`);
+      continue;
+    }
+    const text = readInside(file, realRoot, `${shown}/`, report);
+    if (text !== null) files.push({ folder, path: file, text });
+  }
+  return files;
+}
+
+/** A folder, or a symlink to one; anything else (a loose file, a link loop) is not. */
+function isFolder(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The text of `file` if its real path is a regular file inside `realRoot`, else null and
+ * one problem. The check runs on the resolved path, so a symlinked skill folder that
+ * stays inside the root is fine and a symlink out of it is not.
+ */
+function readInside(
+  file: string,
+  realRoot: string,
+  rootShown: string,
+  report: (problem: string) => void,
+): string | null {
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch (error) {
+    report(`cannot be resolved (${errorCode(error)})`);
+    return null;
+  }
+  if (!real.startsWith(realRoot + path.sep)) {
+    report(`resolves to ${real}, outside ${rootShown}`);
+    return null;
+  }
+  try {
+    if (!statSync(real).isFile()) {
+      report("is not a regular file");
+      return null;
+    }
+    return readFileSync(real, "utf8");
+  } catch (error) {
+    report(`cannot be read (${errorCode(error)})`);
+    return null;
+  }
+}
+
+/**
+ * Name and description, with the fallbacks of s07 §3.2.16–17: the name falls back to the
+ * folder name; the description to the body's first line (the whole untrimmed text when
+ * there is no usable frontmatter). Each fallback is silent to the model but reported.
+ */
+function readSkill(found: SkillFile, shown: string, problems: string[]): Skill {
+  const { meta, body, problem } = parseFrontmatter(found.text);
+  const report = (text: string) => problems.push(`${shown}: ${text}`);
+  if (problem) {
+    report(`${problem}; using the folder name and the body's first line`);
+  }
+
+  let name = found.folder;
+  let description = body.split("\n")[0] ?? "";
+  if (meta) {
+    const named = stringField(meta, "name");
+    if (named.ok) name = named.value;
+    else report(`name ${named.error}; using the folder name '${found.folder}'`);
+    const described = stringField(meta, "description");
+    if (described.ok) description = described.value;
+    else report(`description ${described.error}; using the body's first line`);
+  }
+
+  description = normalise(description);
+  if (description === "") {
+    report("description is empty; the model cannot tell when to load this skill");
+  }
+  return { name, description, path: found.path, text: found.text };
+}
+
+/** A non-empty string field, trimmed; otherwise what is wrong with it. */
+function stringField(meta: Record<string, unknown>, key: string): Parsed<string> {
+  // Own keys only: a `__proto__` key in the YAML must not supply a name.
+  if (!Object.hasOwn(meta, key)) return { ok: false, error: "is missing" };
+  const value = meta[key];
+  if (value === null || value === undefined) return { ok: false, error: "is empty" };
+  if (typeof value !== "string") return { ok: false, error: `is ${kindOf(value)}, not a string` };
+  if (value.trim() === "") return { ok: false, error: "is empty" };
+  return { ok: true, value: value.trim() };
+}
+
+/** One catalog line's worth: no leading heading marks, every whitespace run one space. */
+function normalise(description: string): string {
+  return description
+    .replace(/^[#\s]+/, "")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/** Code-point order (UTF-8 byte order), not locale order: `B-skill` before `a-skill`. */
+function byCodePoint(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code ?? (error as Error).message;
+}
+
+// ---------------------------------------------------------------------------------------
+// The catalog (system prompt, /skills) and the load_skill tool.
+// ---------------------------------------------------------------------------------------
+
+/** One `- name: description` line per skill, or `(no skills found)`. */
+export function catalog(skills: Skill[]): string {
+  if (skills.length === 0) return "(no skills found)";
+  return skills.map((skill) => `- ${skill.name}: ${skill.description}`.trimEnd()).join("\n");
+}
+
+/** This mechanism's part of the system prompt: the catalog only, never a body. */
+export function skillsSection(skills: Skill[]) {
+  return {
+    id: "skills",
+    text:
+      `Skills available:\n${catalog(skills)}\n` +
+      "Use load_skill to read the full instructions when a skill applies.",
+  };
+}
+
+/** What the `/skills` command prints: the catalog, then the start-up diagnostics. */
+export function describeSkills(skills: Skill[], problems: string[]): string {
+  const lines = problems.map((problem) => `[skills] ${problem}`);
+  return [catalog(skills), ...(lines.length > 0 ? ["", ...lines] : [])].join("\n");
+}
+
+export interface LoadSkillInput {
+  name: string;
+}
+
+/**
+ * `load_skill` (Claude Code's `Skill`): the whole SKILL.md captured at start. Each load
+ * goes to the session log as `load <name> (<N> chars)` or `not found: <name>`.
+ */
+export function loadSkillTool(
+  skills: Skill[],
+  log: SessionLog = nullLog(),
+): ToolDefinition<LoadSkillInput> {
+  // A Map, not an object: `constructor` or `__proto__` must be unknown skills.
+  const byName = new Map(skills.map((skill) => [skill.name, skill]));
+  const available = skills.length > 0 ? skills.map((skill) => skill.name).join(", ") : "none";
+  return {
+    name: "load_skill",
+    aliases: ["Skill"],
+    description:
+      "Load a skill's full instructions (its whole SKILL.md) by the name shown in the " +
+      "Skills catalog. Load a skill before a task it applies to.",
+    input_schema: {
+      type: "object",
+      properties: {
+        name: { type: "string", description: "The skill's name, exactly as in the catalog." },
+      },
+      required: ["name"],
+    },
+    parse(input: unknown): Parsed<LoadSkillInput> {
+      const name = asObject(input)?.name;
+      if (name === undefined) return invalidInput("load_skill", "name is required");
+      if (typeof name !== "string") return invalidInput("load_skill", "name must be a string");
+      return { ok: true, value: { name } };
+    },
+    async run({ name }, context) {
+      const skill = byName.get(name);
+      if (!skill) {
+        log.transcript("SKILL", `not found: ${name}`, context.scope);
+        return {
+          content: `Error: Unknown skill '${name}'. Available: ${available}`,
+          isError: true,
+        };
+      }
+      log.transcript("SKILL", `load ${name} (${skill.text.length} chars)`, context.scope);
+      return { content: skill.text };
+    },
+  };
+}
