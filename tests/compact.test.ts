@@ -25,6 +25,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
+import { fakeMessage } from "./helpers/message.ts";
 import {
   afterTools,
   lastToolResults,
@@ -129,33 +130,6 @@ function compacted(request: string, summary: string, archive: string): string {
 // ---------------------------------------------------------------------------------------
 // A fake model client for the summary calls
 
-function message(content: Anthropic.ContentBlock[]): Anthropic.Message {
-  return {
-    id: "msg_compact_test",
-    type: "message",
-    role: "assistant",
-    model: "m",
-    content,
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    stop_details: null,
-    container: null,
-    diagnostics: null,
-    usage: {
-      input_tokens: 1,
-      output_tokens: 1,
-      cache_creation_input_tokens: null,
-      cache_read_input_tokens: null,
-      cache_creation: null,
-      output_tokens_details: null,
-      server_tool_use: null,
-      service_tier: "standard",
-      inference_geo: null,
-      speed: null,
-    },
-  };
-}
-
 interface SummaryCall {
   params: MessageParams;
   options: CallOptions | undefined;
@@ -166,7 +140,7 @@ function fakeClient(answer: () => Anthropic.ContentBlock[]) {
   const client: ModelClient = {
     async create(params, options) {
       requests.push({ params: structuredClone(params), options });
-      return message(answer());
+      return fakeMessage(answer());
     },
   };
   return { client, requests };
@@ -1135,7 +1109,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const seams = compactor.loopSeams(RUN);
       const history = alternating(9);
       await seams.beforeModelCall!(history);
-      const ok = message([{ type: "text", text: "fine", citations: null }]);
+      const ok = fakeMessage([{ type: "text", text: "fine", citations: null }]);
       const failOnce = () => {
         let failed = false;
         return async (): Promise<Anthropic.Message> => {

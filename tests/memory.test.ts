@@ -28,6 +28,7 @@ import {
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
+import { fakeMessage } from "./helpers/message.ts";
 import { runChapter, sessionLog, tempWorkspace, writeFiles } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -48,30 +49,7 @@ const MEMORY_DIR = path.join(".harness", "memory");
 // A fake model client for the side calls
 
 function message(answer: string): Anthropic.Message {
-  return {
-    id: "msg_memory_test",
-    type: "message",
-    role: "assistant",
-    model: "m",
-    content: [{ type: "text", text: answer, citations: null }],
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    stop_details: null,
-    container: null,
-    diagnostics: null,
-    usage: {
-      input_tokens: 1,
-      output_tokens: 1,
-      cache_creation_input_tokens: null,
-      cache_read_input_tokens: null,
-      cache_creation: null,
-      output_tokens_details: null,
-      server_tool_use: null,
-      service_tier: "standard",
-      inference_geo: null,
-      speed: null,
-    },
-  };
+  return fakeMessage([{ type: "text", text: answer, citations: null }]);
 }
 
 interface SideCall {

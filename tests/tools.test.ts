@@ -11,6 +11,7 @@ import type { MessageParams, ModelClient, ToolContext } from "shared";
 import { toolMap } from "shared";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chaptersFrom, importChapter } from "./chapters.ts";
+import { fakeMessage } from "./helpers/message.ts";
 
 type ToolsModule = typeof import("../chapters/s02-tools/src/tools.ts");
 type GuardModule = typeof import("../chapters/s02-tools/src/guard.ts");
@@ -22,35 +23,9 @@ const UNKNOWN_TAIL = `Available tools: ${TOOL_NAMES.join(", ")}`;
 type Call = { name: string; input: unknown };
 
 /** A reply as the API would send it; tool_use ids are toolu_1, toolu_2 … in order. */
-function message(content: Anthropic.ContentBlock[]): Anthropic.Message {
-  return {
-    id: "msg_test",
-    type: "message",
-    role: "assistant",
-    model: "claude-test",
-    content,
-    stop_reason: content.some((block) => block.type === "tool_use") ? "tool_use" : "end_turn",
-    stop_sequence: null,
-    stop_details: null,
-    container: null,
-    diagnostics: null,
-    usage: {
-      input_tokens: 1,
-      output_tokens: 1,
-      cache_creation_input_tokens: null,
-      cache_read_input_tokens: null,
-      cache_creation: null,
-      output_tokens_details: null,
-      server_tool_use: null,
-      service_tier: "standard",
-      inference_geo: null,
-      speed: null,
-    },
-  };
-}
 
 function toolReply(calls: Call[]): Anthropic.Message {
-  return message(
+  return fakeMessage(
     calls.map((call, i) => ({
       type: "tool_use",
       id: `toolu_${i + 1}`,
@@ -62,7 +37,7 @@ function toolReply(calls: Call[]): Anthropic.Message {
 }
 
 function textReply(text: string): Anthropic.Message {
-  return message([{ type: "text", text, citations: null }]);
+  return fakeMessage([{ type: "text", text, citations: null }]);
 }
 
 /** A model that answers from a list and records (a copy of) every request it got. */
