@@ -6,7 +6,7 @@
  * also checks what every chapter must do (banner, echoed prompts, exit 0, valid requests,
  * the session log).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -280,6 +280,7 @@ describe("the offline fallback", () => {
     expect(run.stdout).not.toMatch(/API error|scripted model: no step left/);
     const kept = /workspace is kept at (\S+)/.exec(run.stdout)?.[1];
     expect(kept && existsSync(path.join(kept, ".harness", "logs"))).toBe(true);
+    rmSync(kept!, { recursive: true, force: true });
   });
 });
 

@@ -3,7 +3,7 @@
  * demo and runs the whole script through the real loop, tools and SDK client against the
  * fake server (cli.test.ts starts s01's the way a learner does).
  */
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -29,5 +29,6 @@ describe.concurrent.each(chaptersFrom("s01"))("$id offline demo", (chapter) => {
     expect(out).not.toContain("this line is ignored");
     const kept = /workspace is kept at (\S+)/.exec(out)?.[1];
     expect(kept && existsSync(path.join(kept, ".harness", "logs"))).toBe(true);
+    rmSync(kept!, { recursive: true, force: true });
   });
 });

@@ -9,6 +9,7 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -27,8 +28,17 @@ import {
 } from "shared";
 import { type Chapter, importChapter } from "../chapters.ts";
 
+const made: string[] = [];
+
+/** Removes the workspaces this test file made (setup.ts calls it after each file). */
+export function removeTempWorkspaces(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 export function tempWorkspace(prefix = "ws"): string {
-  return realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-test-${prefix}-`)));
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-test-${prefix}-`)));
+  made.push(dir);
+  return dir;
 }
 
 export function writeFiles(root: string, files: Record<string, string | Buffer>): void {
