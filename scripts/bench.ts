@@ -35,6 +35,8 @@ import {
 } from "shared";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** How the compaction summary's system prompt starts (compact.ts): marks a summary call. */
+const SUMMARY_PROMPT_START = "Summarise the supplied coding-agent conversation";
 export const ROUNDS = 200;
 const SIZE_AT = [1, 10, 100, 200];
 const STARTUP_RUNS = 3;
@@ -222,7 +224,7 @@ export interface LongSessionRun {
    * carries round 300's result and gets the final answer (counted with rounds 151–300).
    */
   mainBytes: number[];
-  /** Requests without tools: the L4 summary calls. */
+  /** The L4 summary calls (requests carrying the summariser's system prompt). */
   summaryCalls: number;
   /** Body bytes of every request of the run, summary calls included. */
   totalBytes: number;
@@ -374,7 +376,8 @@ export async function benchLongSession(
     chapter: dir,
     limits: label || "default",
     mainBytes,
-    summaryCalls: server.requests.length - mainRequests.length,
+    // Side calls of later chapters (s09's memory extraction) are not summaries.
+    summaryCalls: server.requests.filter((r) => r.rawBody.includes(SUMMARY_PROMPT_START)).length,
     totalBytes: server.requests.reduce((sum, r) => sum + Buffer.byteLength(r.rawBody), 0),
     layerNotices,
     maxFirstHalf,
