@@ -1,9 +1,9 @@
 /**
  * A local stand-in for the Anthropic Messages API. It listens on 127.0.0.1, checks each request
- * the way the real API does (auth, JSON, the shape of `messages` and `tools`, tool_use/tool_result
- * pairing) and answers valid ones from a scripted model, as a complete Message or as the real
- * server-sent event sequence. Faults (HTTP errors, dropped connections) can be scripted or
- * injected with `failNext`.
+ * the way the real API does (auth, JSON, the shape of `system`, `messages` and `tools`,
+ * tool_use/tool_result pairing, the cache_control budget) and answers valid ones from a scripted
+ * model, as a complete Message or as the real server-sent event sequence. Faults (HTTP errors,
+ * dropped connections) can be scripted or injected with `failNext`.
  *
  * Point the real SDK at it with `baseURL: server.url` (or ANTHROPIC_BASE_URL).
  */
@@ -63,6 +63,9 @@ export interface FakeServer {
 const MESSAGES_PATH = "/v1/messages";
 const DEFAULT_DROP_AFTER_EVENTS = 2;
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
+const TOOL_USE_ID_PATTERN = /^[a-zA-Z0-9_-]+$/;
+/** Prompt-cache breakpoints one request may carry, across system, tools and messages. */
+const MAX_CACHE_CONTROL_BLOCKS = 4;
 const STREAM_TEXT_CHUNK = 12;
 const STREAM_JSON_CHUNK = 24;
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -76,13 +79,74 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-const EMPTY_TEXT = "messages: text content blocks must be non-empty";
-const WHITESPACE_TEXT = "messages: text content blocks must contain non-whitespace text";
+const EMPTY_TEXT = "text content blocks must be non-empty";
+const WHITESPACE_TEXT = "text content blocks must contain non-whitespace text";
 
-/** The error for a text value that is empty or whitespace only, else null. */
-function textProblem(text: string): string | null {
-  if (text === "") return EMPTY_TEXT;
-  if (text.trim() === "") return WHITESPACE_TEXT;
+/**
+ * The block types a message may hold: the SDK's ContentBlockParam union. The API names them all
+ * when it refuses another tag; the order and the list here are the SDK's, not copied from an
+ * error, so the tail of that message is modelled.
+ */
+const MESSAGE_BLOCK_TYPES: readonly string[] = [
+  "text",
+  "image",
+  "document",
+  "search_result",
+  "thinking",
+  "redacted_thinking",
+  "tool_use",
+  "tool_result",
+  "server_tool_use",
+  "web_search_tool_result",
+  "web_fetch_tool_result",
+  "code_execution_tool_result",
+  "bash_code_execution_tool_result",
+  "text_editor_code_execution_tool_result",
+  "tool_search_tool_result",
+  "container_upload",
+];
+/** The block types a tool_result's content may hold (the SDK's ToolResultBlockParam.content). */
+const TOOL_RESULT_BLOCK_TYPES: readonly string[] = [
+  "text",
+  "image",
+  "search_result",
+  "document",
+  "tool_reference",
+  "browser_state",
+];
+
+/**
+ * The error for a text value that is empty or whitespace only, else null. `field` is the
+ * top-level field the API names: "messages" for message text, "system" for the system prompt.
+ */
+function textProblem(text: string, field: "messages" | "system" = "messages"): string | null {
+  if (text === "") return `${field}: ${EMPTY_TEXT}`;
+  if (text.trim() === "") return `${field}: ${WHITESPACE_TEXT}`;
+  return null;
+}
+
+/**
+ * `system` is a string or a list of text blocks, and its text must not be empty or blank. The
+ * real API refuses `system: ""` too ("system: text content blocks must be non-empty"): an empty
+ * prompt has to be left out, not sent. So is `null` ("system: Input should be a valid list").
+ * Those texts, the whitespace one and "system.N.type: Input should be 'text'" are the real API's;
+ * the other per-block messages (not a dictionary, missing or non-string text) are modelled on its
+ * validator. An empty list is let through: no report shows the API refusing one.
+ */
+function validateSystem(system: unknown): string | null {
+  if (system === undefined) return null;
+  if (typeof system === "string") return textProblem(system, "system");
+  if (!Array.isArray(system)) return "system: Input should be a valid list";
+  for (const [i, block] of system.entries()) {
+    const path = `system.${i}`;
+    if (!isObject(block)) return `${path}: Input should be a valid dictionary`;
+    if (block.type === undefined) return `${path}.type: Field required`;
+    if (block.type !== "text") return `${path}.type: Input should be 'text'`;
+    if (block.text === undefined) return `${path}.text: Field required`;
+    if (typeof block.text !== "string") return `${path}.text: Input should be a valid string`;
+    const problem = textProblem(block.text, "system");
+    if (problem) return problem;
+  }
   return null;
 }
 
@@ -100,17 +164,45 @@ function validateTools(tools: unknown): string | null {
     if (!TOOL_NAME_PATTERN.test(name)) {
       return `tools.${i}.${kind}.name: String should match pattern '${TOOL_NAME_PATTERN.source}'`;
     }
+    // A custom tool is only its schema to the model; server tools (bash_20250124 and the like)
+    // bring their own and take none. Wording is the real API's, except "Input should be a valid
+    // dictionary", which is modelled on its validator.
+    if (kind === "custom") {
+      const schema = tool.input_schema;
+      if (schema === undefined) return `tools.${i}.custom.input_schema: Field required`;
+      if (!isObject(schema)) {
+        return `tools.${i}.custom.input_schema: Input should be a valid dictionary`;
+      }
+      if (schema.type === undefined) return `tools.${i}.custom.input_schema.type: Field required`;
+      if (schema.type !== "object") {
+        return `tools.${i}.custom.input_schema.type: Input should be 'object'`;
+      }
+    }
     if (names.has(name)) duplicate = true;
     names.add(name);
   }
   return duplicate ? "tools: Tool names must be unique." : null;
 }
 
-/** Checks one content block; `path` is e.g. "messages.2.content.0". */
-function validateBlock(block: unknown, path: string): string | null {
+/** The real API's refusal of a block type outside `allowed` (the list itself is modelled). */
+function unknownTagProblem(path: string, tag: string, allowed: readonly string[]): string {
+  const expected = allowed.map((t) => `'${t}'`).join(", ");
+  return `${path}: Input tag '${tag}' found using 'type' does not match any of the expected tags: ${expected}`;
+}
+
+/**
+ * Checks one content block; `path` is e.g. "messages.2.content.0" and `allowed` the block types
+ * that may stand there.
+ */
+function validateBlock(
+  block: unknown,
+  path: string,
+  allowed: readonly string[] = MESSAGE_BLOCK_TYPES,
+): string | null {
   if (!isObject(block)) return `${path}: Input should be a valid dictionary`;
   if (block.type === undefined) return `${path}.type: Field required`;
   if (typeof block.type !== "string") return `${path}.type: Input should be a valid string`;
+  if (!allowed.includes(block.type)) return unknownTagProblem(path, block.type, allowed);
   switch (block.type) {
     case "text": {
       if (block.text === undefined) return `${path}.text.text: Field required`;
@@ -120,17 +212,31 @@ function validateBlock(block: unknown, path: string): string | null {
     }
     case "tool_use": {
       if (typeof block.id !== "string") return `${path}.tool_use.id: Field required`;
+      if (!TOOL_USE_ID_PATTERN.test(block.id)) {
+        return `${path}.tool_use.id: String should match pattern '${TOOL_USE_ID_PATTERN.source}'`;
+      }
       if (typeof block.name !== "string") return `${path}.tool_use.name: Field required`;
       if (block.input === undefined) return `${path}.tool_use.input: Field required`;
+      // The input is the tool's arguments object; an array, string, number or null is refused.
+      if (!isObject(block.input)) {
+        return `${path}.tool_use.input: Input should be a valid dictionary`;
+      }
       return null;
     }
     case "tool_result": {
       if (typeof block.tool_use_id !== "string") {
         return `${path}.tool_result.tool_use_id: Field required`;
       }
+      if (!TOOL_USE_ID_PATTERN.test(block.tool_use_id)) {
+        return `${path}.tool_result.tool_use_id: String should match pattern '${TOOL_USE_ID_PATTERN.source}'`;
+      }
       if (Array.isArray(block.content)) {
         for (const [k, inner] of block.content.entries()) {
-          const problem = validateBlock(inner, `${path}.tool_result.content.${k}`);
+          const problem = validateBlock(
+            inner,
+            `${path}.tool_result.content.${k}`,
+            TOOL_RESULT_BLOCK_TYPES,
+          );
           if (problem) return problem;
         }
       }
@@ -161,6 +267,25 @@ function leadingToolResultIds(message: JsonObject | undefined): Set<string> {
     if (typeof block.tool_use_id === "string") ids.add(block.tool_use_id);
   }
   return ids;
+}
+
+/**
+ * tool_use blocks are the assistant's and tool_result blocks the user's. Checked over the whole
+ * conversation before the pairing, so a block in the wrong turn is named as that rather than as
+ * an unanswered tool_use.
+ */
+function validateBlockRoles(messages: JsonObject[]): string | null {
+  for (const [i, message] of messages.entries()) {
+    for (const block of blocksOf(message)) {
+      if (block.type === "tool_use" && message.role !== "assistant") {
+        return `messages.${i}: \`tool_use\` blocks can only be in \`assistant\` messages`;
+      }
+      if (block.type === "tool_result" && message.role !== "user") {
+        return `messages.${i}: \`tool_result\` blocks can only be in \`user\` messages`;
+      }
+    }
+  }
+  return null;
 }
 
 /** tool_use ids must be unique and answered; tool_result blocks must answer the turn before. */
@@ -242,7 +367,36 @@ function validateMessages(messages: unknown[]): string | null {
       if (problem) return problem;
     }
   }
-  return validatePairing(all);
+  return validateBlockRoles(all) ?? validatePairing(all);
+}
+
+/** 1 when `value` is an object carrying a cache_control marker (null means none), else 0. */
+function cacheMarks(value: unknown): number {
+  return isObject(value) && value.cache_control !== undefined && value.cache_control !== null
+    ? 1
+    : 0;
+}
+
+/**
+ * At most four cache breakpoints per request, counted over system blocks, tool definitions and
+ * message blocks, including the blocks inside a tool_result (each is a breakpoint of its own).
+ * The top-level `cache_control` (automatic caching) is not counted: how it shares the budget is
+ * not established, and refusing a request the API would serve is as wrong as the opposite.
+ */
+function validateCacheControl(body: JsonObject, messages: JsonObject[]): string | null {
+  let found = 0;
+  if (Array.isArray(body.system)) for (const block of body.system) found += cacheMarks(block);
+  if (Array.isArray(body.tools)) for (const tool of body.tools) found += cacheMarks(tool);
+  for (const message of messages) {
+    for (const block of blocksOf(message)) {
+      found += cacheMarks(block);
+      if (block.type === "tool_result" && Array.isArray(block.content)) {
+        for (const inner of block.content) found += cacheMarks(inner);
+      }
+    }
+  }
+  if (found <= MAX_CACHE_CONTROL_BLOCKS) return null;
+  return `A maximum of ${MAX_CACHE_CONTROL_BLOCKS} blocks with cache_control may be provided. Found ${found}.`;
 }
 
 /**
@@ -265,7 +419,12 @@ export function validateMessageRequest(body: unknown): string | null {
   if (messages === undefined) return "messages: Field required";
   if (!Array.isArray(messages)) return "messages: Input should be a valid list";
   if (messages.length === 0) return "messages: at least one message is required";
-  return validateTools(body.tools) ?? validateMessages(messages);
+  return (
+    validateSystem(body.system) ??
+    validateTools(body.tools) ??
+    validateMessages(messages) ??
+    validateCacheControl(body, messages as JsonObject[])
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -611,6 +611,242 @@ describe("fake server: validation", () => {
   });
 });
 
+describe("fake server: the real API's block, id, system, tool and cache rules", () => {
+  const CACHE = { type: "ephemeral" } as const;
+  const toolUseBlock = { type: "tool_use", id: "toolu_x", name: "read_file", input: {} };
+  const toolResultBlock = { type: "tool_result", tool_use_id: "toolu_x", content: "x" };
+
+  function body(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      model: MODEL,
+      max_tokens: 10,
+      messages: [{ role: "user", content: "hi" }],
+      ...overrides,
+    };
+  }
+
+  /** A tool exchange whose tool_use and tool_result blocks the caller shapes. */
+  function exchange(
+    use: Record<string, unknown>,
+    result: Record<string, unknown> = toolResultBlock,
+  ): Record<string, unknown>[] {
+    return [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: [use] },
+      { role: "user", content: [result] },
+    ];
+  }
+
+  /** Sends `request` through the SDK: a 400 invalid_request_error with exactly `message`. */
+  async function expectRefused(request: Record<string, unknown>, message: string): Promise<void> {
+    const model = new ScriptedModel([{ when: () => true, reply: reply(text("unused")) }]);
+    const server = await start(model);
+    const err = await apiErrorOf(
+      clientFor(server).messages.create(
+        request as unknown as Anthropic.MessageCreateParamsNonStreaming,
+      ),
+    );
+    expect(err.status).toBe(400);
+    expect(err.type).toBe("invalid_request_error");
+    expect(err.apiMessage).toBe(message);
+    expect(server.requests[0]!.rejected).toBe(message);
+    expect(model.remaining).toBe(1);
+  }
+
+  /** Sends `request` through the SDK: answered by the model, not refused. */
+  async function expectAccepted(request: Record<string, unknown>): Promise<void> {
+    const server = await start(() => reply(text("ok")));
+    const message = await clientFor(server).messages.create(
+      request as unknown as Anthropic.MessageCreateParamsNonStreaming,
+    );
+    expect(message.content).toMatchObject([{ text: "ok" }]);
+    expect(server.requests[0]!.rejected).toBeNull();
+  }
+
+  it("rejects a tool_use block in a user message", async () => {
+    await expectRefused(
+      body({ messages: [{ role: "user", content: [toolUseBlock] }] }),
+      "messages.0: `tool_use` blocks can only be in `assistant` messages",
+    );
+    await expectAccepted(body({ messages: exchange(toolUseBlock) }));
+  });
+
+  it("rejects a tool_result block in an assistant message", async () => {
+    // The shape a harness makes when it folds the results into the turn that asked for them.
+    await expectRefused(
+      body({
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: [toolUseBlock, toolResultBlock] },
+        ],
+      }),
+      "messages.1: `tool_result` blocks can only be in `user` messages",
+    );
+    await expectAccepted(body({ messages: exchange(toolUseBlock) }));
+  });
+
+  it("rejects a tool_use id with characters outside [a-zA-Z0-9_-]", async () => {
+    for (const id of ["call.1", "functions.Bash:0", "toolu x", ""]) {
+      await expectRefused(
+        body({
+          messages: exchange({ ...toolUseBlock, id }, { ...toolResultBlock, tool_use_id: "ok" }),
+        }),
+        "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+      );
+    }
+    await expectAccepted(
+      body({
+        messages: exchange(
+          { ...toolUseBlock, id: "call_0-Az9" },
+          { ...toolResultBlock, tool_use_id: "call_0-Az9" },
+        ),
+      }),
+    );
+  });
+
+  it("rejects a tool_result tool_use_id with characters outside [a-zA-Z0-9_-]", async () => {
+    await expectRefused(
+      body({ messages: exchange(toolUseBlock, { ...toolResultBlock, tool_use_id: "toolu/x" }) }),
+      "messages.2.content.0.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+    );
+    await expectAccepted(body({ messages: exchange(toolUseBlock) }));
+  });
+
+  it("rejects a tool_use input that is not a JSON object", async () => {
+    for (const input of [[1, 2], '{"path":"a.txt"}', null, 42]) {
+      await expectRefused(
+        body({ messages: exchange({ ...toolUseBlock, input }) }),
+        "messages.1.content.0.tool_use.input: Input should be a valid dictionary",
+      );
+    }
+    await expectAccepted(body({ messages: exchange({ ...toolUseBlock, input: { path: "a" } }) }));
+  });
+
+  it("rejects an empty or whitespace-only system prompt, as a string or a block", async () => {
+    await expectRefused(body({ system: "" }), "system: text content blocks must be non-empty");
+    await expectRefused(
+      body({ system: " \n" }),
+      "system: text content blocks must contain non-whitespace text",
+    );
+    await expectRefused(
+      body({
+        system: [
+          { type: "text", text: "You are terse." },
+          { type: "text", text: "" },
+        ],
+      }),
+      "system: text content blocks must be non-empty",
+    );
+    await expectAccepted(body({ system: "You are terse." }));
+    await expectAccepted(body({ system: [{ type: "text", text: "You are terse." }] }));
+  });
+
+  it("rejects a system that is neither a string nor a list of text blocks", async () => {
+    for (const system of [null, 42, { type: "text", text: "You are terse." }]) {
+      await expectRefused(body({ system }), "system: Input should be a valid list");
+    }
+    await expectRefused(
+      body({ system: [{ type: "image", source: { type: "base64", data: "" } }] }),
+      "system.0.type: Input should be 'text'",
+    );
+    await expectRefused(
+      body({ system: ["You are terse."] }),
+      "system.0: Input should be a valid dictionary",
+    );
+    await expectRefused(body({ system: [{ type: "text" }] }), "system.0.text: Field required");
+    await expectAccepted(
+      body({ system: [{ type: "text", text: "You are terse.", cache_control: CACHE }] }),
+    );
+  });
+
+  it("rejects a custom tool without an object input_schema", async () => {
+    const named = { name: "read_file", description: "Read a file" };
+    await expectRefused(body({ tools: [named] }), "tools.0.custom.input_schema: Field required");
+    await expectRefused(
+      body({ tools: [{ ...named, type: "custom", input_schema: "object" }] }),
+      "tools.0.custom.input_schema: Input should be a valid dictionary",
+    );
+    await expectRefused(
+      body({ tools: [{ ...named, input_schema: { properties: {} } }] }),
+      "tools.0.custom.input_schema.type: Field required",
+    );
+    await expectRefused(
+      body({ tools: [...TOOLS, { ...named, name: "list", input_schema: { type: "array" } }] }),
+      "tools.1.custom.input_schema.type: Input should be 'object'",
+    );
+    // A server tool carries its own schema, so it has none to give.
+    await expectAccepted(body({ tools: [...TOOLS, { type: "bash_20250124", name: "bash" }] }));
+  });
+
+  it("rejects unknown content block types, in a message and inside a tool_result", async () => {
+    await expectRefused(
+      body({ messages: [{ role: "user", content: [{ type: "foo", text: "hi" }] }] }),
+      "messages.0.content.0: Input tag 'foo' found using 'type' does not match any of the " +
+        "expected tags: 'text', 'image', 'document', 'search_result', 'thinking', " +
+        "'redacted_thinking', 'tool_use', 'tool_result', 'server_tool_use', " +
+        "'web_search_tool_result', 'web_fetch_tool_result', 'code_execution_tool_result', " +
+        "'bash_code_execution_tool_result', 'text_editor_code_execution_tool_result', " +
+        "'tool_search_tool_result', 'container_upload'",
+    );
+    await expectRefused(
+      body({ messages: exchange(toolUseBlock, { ...toolResultBlock, content: [toolUseBlock] }) }),
+      "messages.2.content.0.tool_result.content.0: Input tag 'tool_use' found using 'type' " +
+        "does not match any of the expected tags: 'text', 'image', 'search_result', " +
+        "'document', 'tool_reference', 'browser_state'",
+    );
+    const image = {
+      type: "image",
+      source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" },
+    };
+    await expectAccepted(
+      body({
+        messages: exchange(toolUseBlock, {
+          ...toolResultBlock,
+          content: [{ type: "text", text: "a picture:" }, image],
+        }),
+      }),
+    );
+    await expectAccepted(
+      body({ messages: [{ role: "user", content: [image, { type: "text", text: "what?" }] }] }),
+    );
+  });
+
+  it("rejects more than 4 blocks with cache_control across system, tools and messages", async () => {
+    const cached = (t: string) => ({ type: "text", text: t, cache_control: CACHE });
+    const system = [cached("You are terse."), cached("Project notes.")];
+    const tools = [{ ...TOOLS[0], cache_control: CACHE }];
+    await expectRefused(
+      body({ system, tools, messages: [{ role: "user", content: [cached("a"), cached("b")] }] }),
+      "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    );
+    // A block inside a tool_result is a breakpoint of its own.
+    await expectRefused(
+      body({
+        system,
+        tools,
+        messages: exchange(
+          { ...toolUseBlock, cache_control: CACHE },
+          { ...toolResultBlock, content: [cached("result")] },
+        ),
+      }),
+      "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    );
+    // Four is the limit, and a null cache_control is no marker.
+    await expectAccepted(
+      body({
+        system,
+        tools,
+        messages: [
+          {
+            role: "user",
+            content: [cached("a"), { type: "text", text: "b", cache_control: null }],
+          },
+        ],
+      }),
+    );
+  });
+});
+
 describe("fake server: faults", () => {
   it.each([
     [429, "rate_limit_error"],
