@@ -67,7 +67,7 @@ export class LineReader {
       redraw: () => {
         if (this.state !== "prompt" && this.state !== "question") return;
         // In a terminal, readline rewrites its prompt and the half-typed line.
-        if (this.isTTY) this.rl.prompt(true);
+        if (this.readlineDrawsPrompt) this.rl.prompt(true);
         else this.output.write(this.promptText);
       },
     });
@@ -123,13 +123,24 @@ export class LineReader {
   }
 
   close(): void {
-    this.rl.close();
+    // Closing twice is a no-op today, but the reader keeps off a closed interface entirely.
+    if (!this.ended) this.rl.close();
+  }
+
+  /**
+   * Readline draws the prompt only in a terminal and only while it is open: EOF (Ctrl-D at
+   * an approval) closes it before the REPL shows its last prompt, and Node 24 throws
+   * ERR_USE_AFTER_CLOSE from prompt() on a closed interface (20 and 22 still draw it).
+   * Once closed there is no line to edit, so a plain write shows the same prompt.
+   */
+  private get readlineDrawsPrompt(): boolean {
+    return this.isTTY && !this.ended;
   }
 
   /** Writes a prompt; in a terminal readline owns it, so line editing redraws it right. */
   private show(prompt: string): void {
     this.promptText = prompt;
-    if (this.isTTY) {
+    if (this.readlineDrawsPrompt) {
       this.rl.setPrompt(prompt);
       this.rl.prompt(true);
     } else {

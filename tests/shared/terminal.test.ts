@@ -48,12 +48,33 @@ describe("line reader", () => {
     expect(await reader.next("> ")).toEqual({ type: "line", text: "queued before" });
   });
 
-  it("answers null on EOF during a question and then reports EOF to the REPL", async () => {
-    const { input, reader } = setup(true);
-    const answer = reader.ask("Allow? ");
-    input.end();
-    expect(await answer).toBeNull();
-    expect(await reader.next("> ")).toEqual({ type: "eof" });
+  // Ctrl-D at an approval closes readline before the REPL shows its next prompt; Node 24
+  // throws ERR_USE_AFTER_CLOSE if the reader then draws that prompt through readline.
+  it.each([
+    ["in a terminal", true],
+    ["on a pipe", false],
+  ])(
+    "answers null on EOF during a question and then reports EOF to the REPL (%s)",
+    async (_, terminal) => {
+      const { input, output, reader } = setup(terminal);
+      const answer = reader.ask("Allow? ");
+      input.end();
+      expect(await answer).toBeNull();
+      expect(await reader.next("> ")).toEqual({ type: "eof" });
+      expect(await reader.ask("Allow? ")).toBeNull();
+      reader.close();
+      // The last prompt is still shown, as before the interface closed.
+      expect(output.text).toBe("Allow? \n> \n");
+    },
+  );
+
+  it("redraws the open prompt after background output even once the reader has closed", async () => {
+    const { output, printer, reader } = setup(true);
+    const pending = reader.next("> ");
+    reader.close();
+    printer.line("[cron] job fired");
+    expect(await pending).toEqual({ type: "eof" });
+    expect(output.text.replaceAll("\r", "")).toBe("> [cron] job fired\n> \n");
   });
 
   it("routes Ctrl-C by state: prompt ends, turn interrupts, question denies", async () => {
