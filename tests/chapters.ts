@@ -34,6 +34,10 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
     until: "s08",
     why: "s08 moves every result over 30 000 characters to a file and sends a preview",
   },
+  "sample hooks print what they do": {
+    until: "s05",
+    why: "from s05 a hook outcome that changes nothing goes to the session log only, as in Claude Code",
+  },
   "workspace refusal": {
     until: "s03",
     why: "s03 turns guard.ts's hard refusal of paths outside WORKDIR into an approval",

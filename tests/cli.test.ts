@@ -17,7 +17,7 @@ import {
   startFakeServer,
   text,
   toolUse,
-} from "shared";
+} from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { runPnpm } from "./helpers/cli.ts";
@@ -129,7 +129,14 @@ const SCENARIOS: Record<string, Scenario> = {
         when: (r) => names(r).includes("task") && r.messages.length === 1,
         reply: reply(toolUse("task", { prompt: "Count to three." })),
       },
-      { when: (r) => !names(r).includes("task"), reply: reply(text("one two three")) },
+      {
+        when: (r) => !names(r).includes("task") && r.messages.length === 1,
+        reply: reply(toolUse("bash", { command: "echo 1 2 3" })),
+      },
+      {
+        when: (r) => !names(r).includes("task") && lastToolResults(r).length > 0,
+        reply: reply(text("one two three")),
+      },
       {
         when: (r) => names(r).includes("task") && lastToolResults(r).length > 0,
         reply: reply(text("the child counted")),
@@ -137,11 +144,11 @@ const SCENARIOS: Record<string, Scenario> = {
     ],
     check({ stdout, requests }) {
       const child = requests.filter((r) => withTools(r) && !names(r).includes("task"));
-      expect(child).toHaveLength(1);
+      expect(child).toHaveLength(2);
       expect(child[0]!.messages).toEqual([{ role: "user", content: "Count to three." }]);
       expect(names(child[0]!)).toEqual(BASE_TOOLS);
       expect(lastToolResults(requests.at(-1)!)[0]?.content).toBe("one two three");
-      expect(stdout).toContain("  [sub] ");
+      expect(stdout).toContain('  [sub] > bash({"command":"echo 1 2 3"})');
     },
   },
   s07: {

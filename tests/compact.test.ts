@@ -9,19 +9,22 @@ import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "n
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
-  apiError,
   type CallOptions,
   ConfigError,
   type LoopEvent,
   type MessageParams,
   type ModelClient,
   nullLog,
+  type ToolMap,
+} from "shared";
+import {
+  apiError,
   offersTools,
   reply,
   text,
   toolUse,
   validateMessageRequest,
-} from "shared";
+} from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
@@ -49,7 +52,21 @@ const TOO_LONG = apiError(
   "invalid_request_error",
   "prompt is too long: 210000 tokens > 200000 maximum",
 );
-const RUN = { scope: "main", overheadChars: 0 };
+const SIGNAL = new AbortController().signal;
+/**
+ * A loop run as compaction sees it: scope, active request, and a system prompt and tools
+ * whose size is `overheadChars` (an empty tool list is sent as "[]", 2 characters).
+ */
+const run = (request: string, overheadChars = 2) => ({
+  scope: "main",
+  request,
+  system: "s".repeat(Math.max(0, overheadChars - 2)),
+  tools: new Map() as ToolMap,
+  signal: SIGNAL,
+  workdir: "/",
+  role: "main" as const,
+  turn: "user" as const,
+});
 /** Limits under which no layer acts: each test lowers the ones it exercises. */
 const QUIET: Limits = {
   contextLimit: 100_000_000,
@@ -792,11 +809,11 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const size = JSON.stringify(history).length;
       const quiet = setup({ contextLimit: size + 100 });
       const same = structuredClone(history);
-      await quiet.compactor.prepare(same, { scope: "main", overheadChars: 100 }, "task");
+      await quiet.compactor.prepare(same, run("task", 100));
       expect(quiet.summaries).toHaveLength(0);
       expect(same).toEqual(history);
       const loud = setup({ contextLimit: size + 100 });
-      await loud.compactor.prepare(history, { scope: "main", overheadChars: 101 }, "task");
+      await loud.compactor.prepare(history, run("task", 101));
       expect(loud.summaries).toHaveLength(1);
       expect(history).toHaveLength(3);
     });
@@ -907,7 +924,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       for (const answer of ["", "   \n "]) {
         const { compactor, workdir } = setup({}, answer);
         const history = [user("first"), said("reply"), user("second")];
-        await compactor.compactNow(history, RUN, "second", "");
+        await compactor.compactNow(history, "second", "", SIGNAL);
         const [archive] = transcripts(workdir);
         expect(history).toEqual([user(compacted("second", "(empty summary)", archive!))]);
       }
@@ -917,10 +934,10 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const { compactor, summaries } = setup({}, "  trimmed summary \n");
       const history = [user("first"), said("reply"), user("second")];
       const input = JSON.stringify(history);
-      await compactor.compactNow(history, RUN, "second", "  the tests  ");
+      await compactor.compactNow(history, "second", "  the tests  ", SIGNAL);
       expect(summaries).toHaveLength(1);
       const { params, options } = summaries[0]!;
-      expect(options).toEqual({ scope: "compact" });
+      expect(options).toEqual({ scope: "compact", signal: SIGNAL });
       expect(params.tools).toBeUndefined();
       expect(params.max_tokens).toBe(2_000);
       expect(params.model).toBe("m");
@@ -941,14 +958,14 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         user(`end ${"e".repeat(600)}`),
       ];
       const json = JSON.stringify(history);
-      await compactor.compactNow(history, RUN, "end", "");
+      await compactor.compactNow(history, "end", "", SIGNAL);
       expect(inputOf(summaries[0])).toBe(`${json.slice(0, 100)}${MIDDLE}${json.slice(-300)}`);
     });
 
     it("/compact on an empty history says so and makes no call", async () => {
       const { compactor, summaries, notices, workdir } = setup();
       const history: MessageParam[] = [];
-      await compactor.compactNow(history, RUN, "", "");
+      await compactor.compactNow(history, "", "", SIGNAL);
       expect(history).toEqual([]);
       expect(summaries).toHaveLength(0);
       expect(notices()).toEqual(["Nothing to compact."]);
@@ -973,7 +990,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         ),
       ];
       const copy = structuredClone(history);
-      await compactor.prepare(history, RUN, "do the task");
+      await compactor.prepare(history, run("do the task"));
       const [archive] = transcripts(workdir);
       expect(history).toEqual([
         user(compacted("do the task", "the summary", archive!)),
@@ -992,11 +1009,11 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     it("automatic: under the limit, or with nothing before the last assistant, no call", async () => {
       const under = setup({ contextLimit: 10_000 });
       const history = [user("task"), calls("toolu_1"), results([["toolu_1", "out"]])];
-      await under.compactor.prepare(history, RUN, "task");
+      await under.compactor.prepare(history, run("task"));
       expect(under.summaries).toHaveLength(0);
       const lone = setup({ contextLimit: 10 });
       const only = [user("x".repeat(500))];
-      await lone.compactor.prepare(only, RUN, "task");
+      await lone.compactor.prepare(only, run("task"));
       expect(lone.summaries).toHaveLength(0);
       expect(only).toEqual([user("x".repeat(500))]);
     });
@@ -1005,12 +1022,12 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const { compactor } = setup({ persistThreshold: 5_000 });
       const history: MessageParam[] = [user("go"), calls("toolu_big")];
       history.push(results([["toolu_big", "B".repeat(250_000)]]));
-      await compactor.prepare(history, RUN, "go");
+      await compactor.prepare(history, run("go"));
       const file = stubPath(resultAt(history[2]));
       expect(readFileSync(file, "utf8")).toHaveLength(250_000);
       for (let i = 1; i <= 4; i++) {
         history.push(calls(`toolu_n${i}`), results([[`toolu_n${i}`, `small ${i}`]]));
-        await compactor.prepare(history, RUN, "go");
+        await compactor.prepare(history, run("go"));
         expectValid(history);
       }
       expect(resultAt(history[2])).toBe(`[Earlier tool result saved at ${file}]`);
@@ -1027,7 +1044,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const history = [user("old text here"), said("old answer")];
       const copy = structuredClone(history);
       history.push(user("now"));
-      await compactor.reactive(history, RUN, "now");
+      await compactor.reactive(history, run("now"));
       const [archive] = transcripts(workdir);
       expect(history).toEqual([user(compacted("now", "the summary", archive!))]);
       expect(JSON.parse(inputOf(summaries[0]))).toEqual([...copy, user("now")]);
@@ -1038,7 +1055,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const { compactor, summaries, workdir } = setup();
       const history = alternating(9);
       const copy = structuredClone(history);
-      await compactor.reactive(history, RUN, "m8");
+      await compactor.reactive(history, run("m8"));
       const [archive] = transcripts(workdir);
       expect(history).toEqual([user(compacted("m8", "the summary", archive!)), ...copy.slice(4)]);
       const input = inputOf(summaries[0]);
@@ -1062,7 +1079,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         user("m8"),
       ];
       const copy = structuredClone(history);
-      await compactor.reactive(history, RUN, "m8");
+      await compactor.reactive(history, run("m8"));
       expect(history[1]).toEqual(copy[3]);
       expect(history.slice(1)).toEqual(copy.slice(3));
       expect(JSON.parse(inputOf(summaries[0]))).toEqual(copy.slice(0, 3));
@@ -1084,15 +1101,16 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
 
     it("the seam retries once after one reactive compaction; a second too-long error escapes", async () => {
       const { compactor, summaries } = setup();
-      const seams = compactor.loopSeams(RUN);
+      const seams = compactor.loopSeams();
       const history = alternating(9);
-      await seams.beforeModelCall!(history);
       let attempts = 0;
       const failing = async (): Promise<Anthropic.Message> => {
         attempts++;
         throw new Error("400 prompt is too long: 1 > 0");
       };
-      await expect(seams.aroundModelCall!(failing, history)).rejects.toThrow("prompt is too long");
+      await expect(seams.aroundModelCall!(failing, history, run("m8"))).rejects.toThrow(
+        "prompt is too long",
+      );
       expect(attempts).toBe(2);
       expect(summaries).toHaveLength(1);
       expect(history[0]?.content).toContain("Current user request:\nm8\n");
@@ -1100,15 +1118,16 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const unrelated = async (): Promise<Anthropic.Message> => {
         throw new Error("500 overloaded");
       };
-      await expect(seams.aroundModelCall!(unrelated, history)).rejects.toThrow("overloaded");
+      await expect(seams.aroundModelCall!(unrelated, history, run("m8"))).rejects.toThrow(
+        "overloaded",
+      );
       expect(summaries).toHaveLength(1);
     });
 
     it("allows one reactive compaction per model call: after a success the next too-long compacts again (C15)", async () => {
       const { compactor, summaries } = setup();
-      const seams = compactor.loopSeams(RUN);
+      const seams = compactor.loopSeams();
       const history = alternating(9);
-      await seams.beforeModelCall!(history);
       const ok = fakeMessage([{ type: "text", text: "fine", citations: null }]);
       const failOnce = () => {
         let failed = false;
@@ -1118,19 +1137,20 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
           throw new Error("400 prompt is too long: 1 > 0");
         };
       };
-      expect(await seams.aroundModelCall!(failOnce(), history)).toBe(ok);
+      expect(await seams.aroundModelCall!(failOnce(), history, run("m8"))).toBe(ok);
       expect(summaries).toHaveLength(1);
       history.push(said("fine"), user("next"));
-      expect(await seams.aroundModelCall!(failOnce(), history)).toBe(ok);
+      expect(await seams.aroundModelCall!(failOnce(), history, run("m8"))).toBe(ok);
       expect(summaries).toHaveLength(2);
       expectValid(history);
     });
 
-    it("the compact tool raises a flag; the next model call summarises everything", async () => {
+    it("the compact tool raises a flag; after its batch the history is summarised whole", async () => {
       const { compactor, summaries, workdir } = setup();
-      const seams = compactor.loopSeams(RUN);
+      const seams = compactor.loopSeams();
       const history: MessageParam[] = [user("clean up")];
-      await seams.beforeModelCall!(history);
+      await seams.afterBatch!(history, run("clean up"));
+      expect(summaries).toHaveLength(0);
       const tool = compact.compactTool(compactor);
       expect(tool.name).toBe("compact");
       expect(tool.input_schema).toEqual({ type: "object", properties: {} });
@@ -1145,13 +1165,13 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       );
       expect(output).toEqual({ content: ACK });
       history.push(calls("toolu_c"), results([["toolu_c", ACK]]));
-      await seams.beforeModelCall!(history);
+      await seams.afterBatch!(history, run("clean up"));
       const [archive] = transcripts(workdir);
       expect(history).toEqual([user(compacted("clean up", "the summary", archive!))]);
       expect(summaries).toHaveLength(1);
-      // The flag is spent: the next call only runs the layers.
+      // The flag is spent: the next batch leaves the history alone.
       history.push(said("ok"), user("more"));
-      await seams.beforeModelCall!(history);
+      await seams.afterBatch!(history, run("clean up"));
       expect(summaries).toHaveLength(1);
     });
   });
@@ -1226,7 +1246,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       for (const seed of SEEDS) {
         const prepared = setup(GENERATED_LIMITS);
         const history = generated(seed);
-        await prepared.compactor.prepare(history, RUN, `request ${seed}`);
+        await prepared.compactor.prepare(history, run(`request ${seed}`));
         expectValid(history);
         if (prepared.summaries.length > 0) {
           summarised++;
@@ -1241,14 +1261,14 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         const reactive = setup(GENERATED_LIMITS);
         const original = generated(seed);
         const again = structuredClone(original);
-        await reactive.compactor.reactive(again, RUN, `request ${seed}`);
+        await reactive.compactor.reactive(again, run(`request ${seed}`));
         expectValid(again);
         const kept = again.slice(1);
         expect(kept).toEqual(original.slice(original.length - kept.length));
 
         const whole = setup(GENERATED_LIMITS);
         const all = generated(seed);
-        await whole.compactor.compactNow(all, RUN, `request ${seed}`, "");
+        await whole.compactor.compactNow(all, `request ${seed}`, "", SIGNAL);
         expectValid(all);
         expect(all).toHaveLength(1);
       }
@@ -1261,13 +1281,13 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         const { compactor, notices, events } = setup({ ...GENERATED_LIMITS, contextLimit: 12_000 });
         const history: MessageParam[] = [user(`request ${seed}`)];
         for (const exchange of [...exchanges(seed), ...exchanges(seed + 100)]) {
-          await compactor.prepare(history, RUN, `request ${seed}`);
+          await compactor.prepare(history, run(`request ${seed}`));
           expectValid(history);
           expect(history.length).toBeLessThanOrEqual(GENERATED_LIMITS.snipMaxMessages);
           // Ids stay unique: the two generators' ids carry different seeds.
           history.push(...structuredClone(exchange));
         }
-        await compactor.prepare(history, RUN, `request ${seed}`);
+        await compactor.prepare(history, run(`request ${seed}`));
         expectValid(history);
         for (const event of events) expect(event).toMatchObject({ type: "notice", tone: "dim" });
         for (const line of notices()) {

@@ -1,13 +1,15 @@
 /**
- * Hooks (s04 §0, §7), against every chapter from s04: the bus's ordering and results,
- * the permission pipeline as the first PreToolUse hook, the Stop continuation cap, and
- * command hooks from .claude/settings.json in Claude Code's shape.
+ * Hooks, against every chapter from s04: the bus's ordering and results, the permission
+ * pipeline before every PreToolUse hook, the Stop continuation cap, and command hooks from
+ * .claude/settings.json in Claude Code's shape.
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type LoopEvent, nullLog, reply, type SessionLog, text, toolMap, toolUse } from "shared";
+import { type LoopEvent, nullLog, type SessionLog, toolMap } from "shared";
+import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as CommandHooksModule from "../chapters/s04-hooks/src/command-hooks.ts";
 import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
 import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
 import type * as ToolsModule from "../chapters/s04-hooks/src/tools.ts";
@@ -38,13 +40,18 @@ function settingsWith(hooks: Record<string, Array<[string | null, string, number
 
 describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
   let hooks: typeof HooksModule;
+  let commandHooks: typeof CommandHooksModule;
   let settings: typeof SettingsModule;
   let tools: typeof ToolsModule;
   const wholeResults = chaptersFrom("s04", "large results reach the model whole").some(
     (c) => c.id === chapter.id,
   );
+  const showsPasses = chaptersFrom("s04", "sample hooks print what they do").some(
+    (c) => c.id === chapter.id,
+  );
   beforeAll(async () => {
     hooks = await importChapter<typeof HooksModule>(chapter, "hooks.ts");
+    commandHooks = await importChapter<typeof CommandHooksModule>(chapter, "command-hooks.ts");
     settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
     tools = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
   });
@@ -54,11 +61,19 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
     const workdir = tempWorkspace("bus");
     const instance = new hooks.HookBus({
       workdir,
-      tools: toolMap(tools.baseTools({ timeoutMs: 5000 })),
       emit: (event) => events.push(event),
       log,
     });
-    const context = { workdir, scope: "main", signal: new AbortController().signal };
+    const context = {
+      workdir,
+      scope: "main",
+      signal: new AbortController().signal,
+      role: "main" as const,
+      turn: "user" as const,
+      request: "",
+      system: "",
+      tools: toolMap(tools.baseTools({ timeoutMs: 5000 })),
+    };
     const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).filter(Boolean);
     return { bus: instance, context, printed, workdir };
   }
@@ -83,7 +98,6 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(await b.preToolUse(call, context)).toEqual({
         content: "blocked by b",
         isError: true,
-        quiet: false,
       });
       expect(called).toEqual(["a", "b"]);
     });
@@ -120,14 +134,14 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
     });
 
     it("caps forced Stop continuations per loop run and tells hooks when one is active", async () => {
-      const { bus: b, printed } = bus();
+      const { bus: b, printed, context } = bus();
       const active: boolean[] = [];
-      b.register("Stop", "always", (_messages, context) => {
-        active.push(context.stopHookActive);
+      b.register("Stop", "always", (_messages, hookContext) => {
+        active.push(hookContext.stopHookActive);
         return "keep going";
       });
-      const seams = b.loopSeams("main");
-      const stop = () => seams.onStop!([], {} as Anthropic.Message);
+      const seams = b.loopSeams();
+      const stop = () => seams.onStop!([], {} as Anthropic.Message, context);
       const answers = [await stop(), await stop(), await stop(), await stop()];
       expect(answers).toEqual(["keep going", "keep going", "keep going", null]);
       expect(active).toEqual([false, true, true, true]);
@@ -135,7 +149,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
         `[hook] Stop: continuation cap (${hooks.MAX_STOP_CONTINUATIONS}) reached; stopping`,
       );
       // A new loop run starts from zero.
-      expect(await b.loopSeams("main").onStop!([], {} as Anthropic.Message)).toBe("keep going");
+      expect(await b.loopSeams().onStop!([], {} as Anthropic.Message, context)).toBe("keep going");
     });
 
     it("parses command hooks in Claude Code's shape and reports what it cannot use", () => {
@@ -159,7 +173,9 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
           hooks: { PostToolUse: [{ matcher: "", hooks: [{ type: "command", command: "b.sh" }] }] },
         }),
       });
-      const { hooks: found, problems } = hooks.parseCommandHooks(settings.loadSettings(ws).files);
+      const { hooks: found, problems } = commandHooks.parseCommandHooks(
+        settings.loadSettings(ws).files,
+      );
       expect(found).toEqual([
         {
           event: "PreToolUse",
@@ -208,9 +224,20 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       );
       expect(results[1]?.content).toBe("ok");
       expect(run.output).toContain("[blocked] Permission denied by the deny list");
-      expect(run.output.match(/\[hook\] PreToolUse\(logHook\)/g)).toHaveLength(1);
-      expect(run.output).toContain("[hook] UserPromptSubmit(contextInjectHook): working in");
-      expect(run.output).toContain("[hook] Stop(summaryHook): session used 2 tool calls");
+      // What the sample hooks noted: on the terminal in s04, in the session log from s05.
+      const notes = showsPasses ? run.output : sessionLog(run.workdir).api;
+      const logHookNote = showsPasses ? /\[hook\] PreToolUse\(logHook\)/g : /"hook":"logHook"/g;
+      expect(notes.match(logHookNote)).toHaveLength(1);
+      if (showsPasses) {
+        expect(run.output).toContain("[hook] UserPromptSubmit(contextInjectHook): working in");
+        expect(run.output).toContain("[hook] Stop(summaryHook): session used 2 tool calls");
+      } else {
+        expect(run.output).not.toContain("[hook]");
+        expect(notes).toContain('"hook":"contextInjectHook","outcome":"note","text":"working in');
+        expect(notes).toContain(
+          '"hook":"summaryHook","outcome":"note","text":"session used 2 tool calls"',
+        );
+      }
     });
 
     it("gives a command hook the call as JSON on stdin, and CLAUDE_PROJECT_DIR", async () => {
@@ -294,20 +321,26 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       );
     });
 
-    it("ignores an allow decision (hooks can block, never grant)", async () => {
+    it("ignores an allow decision (hooks can block, never grant): later hooks still run", async () => {
+      const mark = (n: number) => `echo ${n} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
       const run = await runChapter(chapter, {
         files: settingsWith({
-          PreToolUse: [[null, 'echo \'{"hookSpecificOutput":{"permissionDecision":"allow"}}\'']],
+          PreToolUse: [
+            [null, `${mark(1)}; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`],
+            [null, `${mark(2)}; echo 'second hook says no' >&2; exit 2`],
+          ],
         }),
         prompts: ["go"],
         steps: [
-          { reply: reply(toolUse("bash", { command: "rm x" })) },
+          { reply: reply(toolUse("bash", { command: "echo ran > ran.txt" })) },
           { when: afterTools, reply: reply(text("ok")) },
         ],
       });
+      expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8")).toBe("1\n2\n");
       expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
-        /^Permission denied: approval needed/,
+        /^Blocked by PreToolUse hook \(.*\): second hook says no$/,
       );
+      expect(existsSync(path.join(run.workdir, "ran.txt"))).toBe(false);
     });
 
     it("kills a hook that times out (with its children), says so, and runs the call", async () => {
@@ -462,9 +495,13 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
           { when: afterTools, reply: reply(text("ok")) },
         ],
       });
-      expect(run.output).toContain(
-        "[hook] PostToolUse(largeOutputHook): Large output from read_file: 150000 chars",
-      );
+      const warning = "Large output from read_file: 150000 chars";
+      if (showsPasses)
+        expect(run.output).toContain(`[hook] PostToolUse(largeOutputHook): ${warning}`);
+      else
+        expect(sessionLog(run.workdir).api).toContain(
+          `"hook":"largeOutputHook","outcome":"note","text":"${warning}"`,
+        );
       const sent = lastToolResults(run.requests[1]!)[0]?.content;
       // Until s08 the model gets the whole text; from s08 on, a file path and a preview.
       if (wholeResults) expect(sent).toBe(big);

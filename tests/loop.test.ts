@@ -5,7 +5,15 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { apiError, reply, ScriptedModel, startFakeServer, text, thinking, toolUse } from "shared";
+import {
+  apiError,
+  reply,
+  ScriptedModel,
+  startFakeServer,
+  text,
+  thinking,
+  toolUse,
+} from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
 import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";

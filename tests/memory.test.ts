@@ -9,7 +9,6 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
-  apiError,
   type CallOptions,
   createAnthropic,
   createModelClient,
@@ -17,16 +16,22 @@ import {
   type MessageParams,
   type ModelClient,
   nullLog,
+  UsageMeter,
+} from "shared";
+import {
+  apiError,
   offersTools,
   reply,
   ScriptedModel,
   startFakeServer,
   text,
   toolUse,
-  UsageMeter,
-} from "shared";
+} from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as InstructionsModule from "../chapters/s09-memory/src/instructions.ts";
+import type * as LoopModule from "../chapters/s09-memory/src/loop.ts";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
+import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import { runChapter, sessionLog, tempWorkspace, writeFiles } from "./helpers/run.ts";
@@ -157,8 +162,14 @@ const TABS_LINE = "- [User Tabs](user-tabs.md) - prefers tabs over spaces";
 
 describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   let mem: typeof MemoryModule;
+  let store_: typeof StoreModule;
+  let instructions: typeof InstructionsModule;
+  let loop: typeof LoopModule;
   beforeAll(async () => {
     mem = await importChapter<typeof MemoryModule>(chapter, "memory.ts");
+    store_ = await importChapter<typeof StoreModule>(chapter, "memory-store.ts");
+    instructions = await importChapter<typeof InstructionsModule>(chapter, "instructions.ts");
+    loop = await importChapter<typeof LoopModule>(chapter, "loop.ts");
   });
 
   /** A Memory over a fresh workspace (holding `files`) with a fake model and a notice sink. */
@@ -178,26 +189,27 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       log: nullLog(),
       extract: options.extract ?? true,
     });
+    memory.start(); // as the session does before the first prompt
     const notices = () => events.flatMap((event) => (event.type === "notice" ? [event.text] : []));
     const dir = path.join(workdir, MEMORY_DIR);
     return { workdir, dir, memory, store: memory.store, calls: fake.calls, notices };
   }
 
   /** `count` distinct valid records, `fact-00.md` … */
-  function seed(store: MemoryModule.MemoryStore, count: number, from = 0): void {
+  function seed(store: StoreModule.MemoryStore, count: number, from = 0): void {
     for (let i = from; i < from + count; i++) {
       const n = String(i).padStart(2, "0");
       store.write({
         name: `Fact ${n}`,
         description: `fact number ${n}`,
-        type: mem.MEMORY_TYPES[i % 4]!,
+        type: store_.MEMORY_TYPES[i % 4]!,
         body: `Body of fact ${n}.`,
       });
     }
   }
 
   /** The consolidation input rule 28 describes, for the store's valid records. */
-  function consolidationInput(store: MemoryModule.MemoryStore): string {
+  function consolidationInput(store: StoreModule.MemoryStore): string {
     return store
       .list()
       .filter((r) => r.corrupt === null)
@@ -238,14 +250,20 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(mem.dialogueText(messages)).toBe("user: a\nb\nassistant: c\nassistant: d");
     });
 
-    it("dialogueText leaves out hook context after the typed line, snip markers, summaries and blank text", () => {
+    it("dialogueText leaves out hook context after the typed line, compaction's messages (by their tag) and blank text", () => {
       const messages: MessageParam[] = [
-        {
-          role: "user",
-          content:
-            '[Compacted]\n\nCurrent user request:\nold\n\nConversation summary (reference only):\n"s"',
-        },
-        { role: "user", content: "[12 messages archived at /w/.harness/transcripts/t.jsonl]" },
+        loop.tagOrigin(
+          {
+            role: "user",
+            content:
+              '[Compacted]\n\nCurrent user request:\nold\n\nConversation summary (reference only):\n"s"',
+          },
+          "compaction",
+        ),
+        loop.tagOrigin(
+          { role: "user", content: "[12 messages archived at /w/.harness/transcripts/t.jsonl]" },
+          "compaction",
+        ),
         {
           role: "user",
           content: [
@@ -258,6 +276,10 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ];
       expect(mem.dialogueText(messages)).toBe("user: the typed line\nassistant: the reply");
       expect(mem.dialogueText([{ role: "user", content: " \n " }])).toBe("");
+      // A user who types text that looks like a summary is still the user: no text matching.
+      expect(mem.dialogueText([{ role: "user", content: "[Compacted] is a word I made up" }])).toBe(
+        "user: [Compacted] is a word I made up",
+      );
     });
 
     it("dialogueText reads the last 12 messages and keeps the last 8000 characters", () => {
@@ -288,7 +310,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ["__snake_case__", "snake_case"],
       ["Déjà Vu 2", "déjà-vu-2"],
     ])("memorySlug(%j) is %j (M2)", (name, slug) => {
-      expect(mem.memorySlug(name)).toBe(slug);
+      expect(store_.memorySlug(name)).toBe(slug);
     });
 
     it("extractJsonArray finds the first complete array; prose and brackets in strings do not confuse it (M3)", () => {
@@ -327,13 +349,13 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   describe("validation and the storage gate (M5, M6)", () => {
     it("validateRecord trims a valid candidate and keeps its scope", () => {
       expect(
-        mem.validateRecord(
+        store_.validateRecord(
           { name: " A ", description: " d ", type: "feedback", body: " b ", scope: "persistent" },
           true,
         ),
       ).toEqual({ name: "A", description: "d", type: "feedback", body: "b", scope: "persistent" });
       expect(
-        mem.validateRecord({ name: "A", description: "d", type: "user", body: "b" }, false),
+        store_.validateRecord({ name: "A", description: "d", type: "user", body: "b" }, false),
       ).toEqual({ name: "A", description: "d", type: "user", body: "b" });
     });
 
@@ -355,14 +377,14 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       [{ ...good, scope: "" }, "scope must be persistent or current_task"],
       [{ ...good, scope: "forever" }, "scope must be persistent or current_task"],
     ])("validateRecord(%j, scope required) is %j (M5)", (value, problem) => {
-      expect(mem.validateRecord(value, true)).toBe(problem);
+      expect(store_.validateRecord(value, true)).toBe(problem);
     });
 
     it("the scope is required for extraction only (M5)", () => {
       const noScope = { name: "A", description: "d", type: "project", body: "b" };
-      expect(mem.validateRecord(noScope, true)).toBe("scope must be persistent or current_task");
-      expect(mem.validateRecord(noScope, false)).toEqual(noScope);
-      expect(mem.validateRecord({ ...noScope, type: "note" }, false)).toBe(
+      expect(store_.validateRecord(noScope, true)).toBe("scope must be persistent or current_task");
+      expect(store_.validateRecord(noScope, false)).toEqual(noScope);
+      expect(store_.validateRecord({ ...noScope, type: "note" }, false)).toBe(
         "type must be one of user, feedback, project, reference",
       );
     });
@@ -481,7 +503,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       [{ name: "n", description: "d", type: "note", body: "b" }, "type must be one of"],
     ])("write(%j) throws and writes nothing", (record, problem) => {
       const { store, dir } = setup();
-      expect(() => store.write(record as MemoryModule.NewRecord)).toThrow(problem);
+      expect(() => store.write(record as StoreModule.NewRecord)).toThrow(problem);
       expect(existsSync(dir)).toBe(false);
     });
 
@@ -571,7 +593,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       );
       expect(calls).toHaveLength(1);
       const { params, options } = calls[0]!;
-      expect(options).toEqual({ scope: "memory-select" });
+      expect(options).toMatchObject({ scope: "memory-select" });
       expect(params.max_tokens).toBe(200);
       expect(params.system).toBeUndefined();
       expect(params.tools).toBeUndefined();
@@ -662,7 +684,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         },
       });
       const records = store.list();
-      const names = (list: MemoryModule.MemoryRecord[]) => list.map((r) => r.filename);
+      const names = (list: StoreModule.MemoryRecord[]) => list.map((r) => r.filename);
       expect(names(mem.keywordSelection("Tabs or SPACES? db", records))).toEqual([
         "gamma.md",
         "alpha.md",
@@ -788,14 +810,14 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
 
     it("the Project instructions section: CLAUDE.md then AGENTS.md, null without them", () => {
       const workdir = tempWorkspace("memory");
-      expect(mem.projectSection(mem.readProjectInstructions(workdir))).toBeNull();
+      expect(instructions.projectSection(instructions.readProjectInstructions(workdir))).toBeNull();
       writeFiles(workdir, { "AGENTS.md": "\nRun the tests.\n" });
-      expect(mem.projectSection(mem.readProjectInstructions(workdir))).toEqual({
+      expect(instructions.projectSection(instructions.readProjectInstructions(workdir))).toEqual({
         id: "project",
         text: `${PROJECT_LEAD}\n\nProject instructions from AGENTS.md:\nRun the tests.`,
       });
       writeFiles(workdir, { "CLAUDE.md": "Use pnpm.\n" });
-      const project = mem.readProjectInstructions(workdir);
+      const project = instructions.readProjectInstructions(workdir);
       expect(project).toEqual({
         files: [
           { name: "CLAUDE.md", text: "Use pnpm." },
@@ -803,7 +825,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         ],
         problems: [],
       });
-      expect(mem.projectSection(project)?.text).toBe(
+      expect(instructions.projectSection(project)?.text).toBe(
         `${PROJECT_LEAD}\n\nProject instructions from CLAUDE.md:\nUse pnpm.\n\n` +
           "Project instructions from AGENTS.md:\nRun the tests.",
       );
@@ -819,11 +841,13 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(notices()).toEqual([]);
 
       mkdirSync(path.join(workdir, "AGENTS.md"));
-      expect(mem.readProjectInstructions(workdir).files.map((f) => f.name)).toEqual(["CLAUDE.md"]);
+      expect(instructions.readProjectInstructions(workdir).files.map((f) => f.name)).toEqual([
+        "CLAUDE.md",
+      ]);
 
       const looped = tempWorkspace("memory");
       symlinkSync("CLAUDE.md", path.join(looped, "CLAUDE.md"));
-      const read = mem.readProjectInstructions(looped);
+      const read = instructions.readProjectInstructions(looped);
       expect(read.files).toEqual([]);
       expect(read.problems).toHaveLength(1);
       expect(read.problems[0]).toMatch(
@@ -847,7 +871,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(filesIn(dir)).toEqual({ "MEMORY.md": `${TABS_LINE}\n`, "user-tabs.md": TABS_FILE });
       expect(calls).toHaveLength(1);
       const { params, options } = calls[0]!;
-      expect(options).toEqual({ scope: "memory-extract" });
+      expect(options).toMatchObject({ scope: "memory-extract" });
       expect(params.max_tokens).toBe(1_000);
       expect(params.tools).toBeUndefined();
       expect(params.system).toContain("extract durable memory");
@@ -927,23 +951,35 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         },
       ];
       const turn = memory.startTurn(history);
-      turn.onAppend?.({
-        role: "assistant",
-        content: [
-          { type: "text", text: "Looking." },
-          { type: "tool_use", id: "toolu_1", name: "bash", input: { command: "ls" } },
-        ],
-      });
-      turn.onAppend?.({
-        role: "user",
-        content: [
-          { type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" },
-          { type: "text", text: "<reminder>Update your todos.</reminder>" },
-        ],
-      });
-      turn.onAppend?.({ role: "assistant", content: [{ type: "text", text: "Fixed." }] });
-      turn.onAppend?.({ role: "user", content: "A Stop hook says: run the tests too." });
-      turn.onAppend?.({ role: "assistant", content: [{ type: "text", text: "Tests pass." }] });
+      turn.onAppend(
+        {
+          role: "assistant",
+          content: [
+            { type: "text", text: "Looking." },
+            { type: "tool_use", id: "toolu_1", name: "bash", input: { command: "ls" } },
+          ],
+        },
+        "model",
+      );
+      turn.onAppend(
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" },
+            { type: "text", text: "<reminder>Update your todos.</reminder>" },
+          ],
+        },
+        "tool_results",
+      );
+      turn.onAppend({ role: "assistant", content: [{ type: "text", text: "Fixed." }] }, "model");
+      turn.onAppend(
+        { role: "user", content: "A Stop hook says: run the tests too." },
+        "continuation",
+      );
+      turn.onAppend(
+        { role: "assistant", content: [{ type: "text", text: "Tests pass." }] },
+        "model",
+      );
       // Compaction may rewrite the history meanwhile; the journal is unaffected.
       history.splice(0, history.length, { role: "user", content: "[Compacted]\n\nsummary" });
       await turn.finish();
@@ -957,17 +993,18 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       const { memory, calls } = setup(() => "[]");
       const history: MessageParam[] = [{ role: "user", content: "first" }];
       const first = memory.startTurn(history);
-      const append = (message: MessageParam) => {
-        history.push(message);
-        first.onAppend?.(message);
+      // As the loop appends: it tags each message with who made it.
+      const append = (message: MessageParam, origin: LoopModule.Origin) => {
+        history.push(loop.tagOrigin(message, origin));
+        first.onAppend(message, origin);
       };
-      append({ role: "assistant", content: [{ type: "text", text: "one" }] });
-      append({ role: "user", content: "keep going" });
-      append({ role: "assistant", content: [{ type: "text", text: "one more" }] });
+      append({ role: "assistant", content: [{ type: "text", text: "one" }] }, "model");
+      append({ role: "user", content: "keep going" }, "continuation");
+      append({ role: "assistant", content: [{ type: "text", text: "one more" }] }, "model");
       await first.finish();
       history.push({ role: "user", content: "second" });
       const second = memory.startTurn(history);
-      second.onAppend?.({ role: "assistant", content: [{ type: "text", text: "two" }] });
+      second.onAppend({ role: "assistant", content: [{ type: "text", text: "two" }] }, "model");
       await second.finish();
       expect(dialogueOf(calls[1]?.params)).toBe(
         "user: first\nassistant: one\nassistant: one more\nuser: second\nassistant: two",
@@ -977,7 +1014,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
     it("finish makes no call when extraction is off (MEMORY_EXTRACT=0)", async () => {
       const { memory, calls } = setup(() => JSON.stringify([TABS]), { extract: false });
       const turn = memory.startTurn([{ role: "user", content: "I prefer tabs." }]);
-      turn.onAppend?.({ role: "assistant", content: [{ type: "text", text: "Noted." }] });
+      turn.onAppend({ role: "assistant", content: [{ type: "text", text: "Noted." }] }, "model");
       await turn.finish();
       expect(calls).toHaveLength(0);
     });
@@ -1027,7 +1064,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       });
       expect(calls).toHaveLength(1);
       const { params, options } = calls[0]!;
-      expect(options).toEqual({ scope: "memory-consolidate" });
+      expect(options).toMatchObject({ scope: "memory-consolidate" });
       expect(params.max_tokens).toBe(3_000);
       expect(params.tools).toBeUndefined();
       expect(params.system).toContain("consolidate a memory store");

@@ -7,7 +7,8 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
-import { type LoopEvent, nullLog, reply, type SessionLog, text, toolMap, toolUse } from "shared";
+import { type LoopEvent, nullLog, type SessionLog, toolMap } from "shared";
+import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
@@ -60,9 +61,24 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
 
   describe("Gate 1: the deny list", () => {
     it("keeps the upstream baseline entries", () => {
+      const entries = perm.DENY_LIST.map((deny) => deny.entry);
       for (const entry of ["rm -rf /", "sudo", "shutdown", "reboot", "mkfs", "dd if="]) {
-        expect(perm.DENY_LIST).toContain(entry);
+        expect(entries).toContain(entry);
       }
+    });
+
+    it("is the list the gate reads: an entry added to it is denied, and gone when removed", () => {
+      const ws = tempWorkspace("deny");
+      const decideCurl = () =>
+        perm.decide(bash("curl http://x"), { workdir: ws, rules: [], tools: toolsMap() });
+      expect(decideCurl()).toEqual({ action: "run" });
+      perm.DENY_LIST.push({ entry: "curl", hits: (word) => word === "curl" });
+      try {
+        expect(decideCurl()).toMatchObject({ action: "deny", gate: "deny list" });
+      } finally {
+        perm.DENY_LIST.pop();
+      }
+      expect(decideCurl()).toEqual({ action: "run" });
     });
 
     it.each([
@@ -355,10 +371,9 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         ...nullLog(),
         record: (kind, data) => records.push({ kind, data }),
       };
+      const workdir = tempWorkspace("gate");
       const check = perm.createPermissionGate({
-        workdir: tempWorkspace("gate"),
         rules: [],
-        tools: toolsMap(),
         reader: {
           isTTY,
           ask: async (question) => {
@@ -370,7 +385,16 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         log,
       });
       const run = (call: ReturnType<typeof bash>) =>
-        check(call, { workdir: "/tmp", signal: new AbortController().signal, scope: "main" });
+        check(call, {
+          workdir,
+          signal: new AbortController().signal,
+          scope: "main",
+          role: "main",
+          turn: "user",
+          request: "",
+          system: "",
+          tools: toolsMap(),
+        });
       const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).join("\n");
       return { run, asked, printed, records };
     }

@@ -1,7 +1,8 @@
 /**
- * The loop's named seams (DESIGN §7.2) and the prompt sections (§7.4), exercised now so
- * later chapters can rely on them. Runs `agentLoop` with the real SDK client against the
- * fake server, which rejects any malformed history.
+ * The loop's seams and the rules that join several mechanisms on one seam (loop.ts), the
+ * REPL's turn lifecycle and event sources (repl.ts), and the prompt sections, exercised
+ * from s01 on so later chapters can rely on them. `agentLoop` runs with the real SDK
+ * client against the fake server, which rejects any malformed history.
  */
 
 import { PassThrough } from "node:stream";
@@ -10,19 +11,21 @@ import {
   createAnthropic,
   createModelClient,
   createPrinter,
-  type FakeServer,
   LineReader,
   type LoopEvent,
   nullLog,
+  toolMap,
+  UsageMeter,
+} from "shared";
+import {
+  type FakeServer,
   reply,
   ScriptedModel,
   type ScriptStep,
   startFakeServer,
   text,
-  toolMap,
   toolUse,
-  UsageMeter,
-} from "shared";
+} from "shared/testing";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s01-loop/src/bash.ts";
 import type * as LoopModule from "../chapters/s01-loop/src/loop.ts";
@@ -32,30 +35,32 @@ import { chaptersFrom, importChapter } from "./chapters.ts";
 import { afterTools, Capture, lastToolResults, tempWorkspace } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
+type Seams = LoopModule.LoopSeams;
 
 describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
   let loop: typeof LoopModule;
   let bash: typeof BashModule;
   let prompt: typeof PromptModule;
+  let repl: typeof ReplModule;
   let server: FakeServer | null = null;
 
   beforeAll(async () => {
     loop = await importChapter<typeof LoopModule>(chapter, "loop.ts");
     bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
     prompt = await importChapter<typeof PromptModule>(chapter, "prompt.ts");
+    repl = await importChapter<typeof ReplModule>(chapter, "repl.ts");
   });
   afterEach(async () => {
     await server?.close();
     server = null;
   });
 
-  async function setup(steps: ScriptStep[], seams: LoopModule.LoopSeams, maxTurns?: number) {
+  async function setup(steps: ScriptStep[], seams: Seams[], maxTurns?: number) {
     server = await startFakeServer({ model: new ScriptedModel(steps) });
-    const usage = new UsageMeter();
     const client = createModelClient({
       anthropic: createAnthropic({ apiKey: "k", authToken: null, baseURL: server.url }),
       log: nullLog(),
-      usage,
+      usage: new UsageMeter(),
     });
     const events: LoopEvent[] = [];
     const messages: MessageParam[] = [{ role: "user", content: "start" }];
@@ -72,102 +77,224 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     });
     const requests = server.requests.map((r) => r.body as Anthropic.MessageCreateParams);
     expect(server.requests.every((r) => r.rejected === null)).toBe(true);
-    return { messages, result, events, requests, usage };
+    return { messages, result, events, requests };
   }
 
   const oneRound: ScriptStep[] = [
     { reply: reply(toolUse("bash", { command: "echo a" }, "toolu_1")) },
     { when: afterTools, reply: reply(text("end")) },
   ];
-
-  it("afterResults blocks go after every tool_result of the same user message", async () => {
-    const { requests } = await setup(oneRound, {
-      afterResults: (results) => [{ type: "text", text: `<reminder>${results.length}</reminder>` }],
-    });
-    const last = requests[1]!.messages.at(-1)!;
-    expect(last.content).toEqual([
-      { type: "tool_result", tool_use_id: "toolu_1", content: "a" },
-      { type: "text", text: "<reminder>1</reminder>" },
-    ]);
+  const reminder = (tag: string): Seams => ({
+    afterResults: () => [{ type: "text", text: `<${tag}/>` }],
   });
 
-  it("beforeToolCall can refuse a call: its output replaces the run", async () => {
-    const { requests } = await setup(oneRound, {
-      beforeToolCall: async (call) => ({ content: `refused ${call.name}`, isError: true }),
+  describe("one rule per seam, with two mechanisms on it", () => {
+    it("beforeModelCall: both run before every call, in list order", async () => {
+      const seen: string[] = [];
+      const rewrite = (tag: string): Seams => ({
+        beforeModelCall: async (messages) => {
+          seen.push(`${tag}:${messages.length}`);
+          if (messages.length === 1) messages[0] = { role: "user", content: `${tag}-rewritten` };
+        },
+      });
+      const { requests } = await setup(oneRound, [rewrite("a"), rewrite("b")]);
+      expect(seen).toEqual(["a:1", "b:1", "a:3", "b:3"]);
+      // b ran after a and saw a's rewrite, so b's text is what the model got.
+      expect(requests[0]!.messages[0]).toEqual({ role: "user", content: "b-rewritten" });
     });
-    expect(lastToolResults(requests[1]!)).toEqual([
-      { type: "tool_result", tool_use_id: "toolu_1", content: "refused bash", is_error: true },
-    ]);
+
+    it("aroundModelCall: wrappers nest in list order, the first outermost", async () => {
+      const trace: string[] = [];
+      const wrap = (tag: string): Seams => ({
+        aroundModelCall: async (next) => {
+          trace.push(`${tag} in`);
+          const message = await next();
+          trace.push(`${tag} out`);
+          return message;
+        },
+      });
+      await setup([{ reply: reply(text("hi")) }], [wrap("outer"), wrap("inner")]);
+      expect(trace).toEqual(["outer in", "inner in", "inner out", "outer out"]);
+    });
+
+    it("aroundModelCall: an outer wrapper calling next twice runs the inner one twice", async () => {
+      let inner = 0;
+      const { requests } = await setup(
+        [{ reply: reply(text("first try")) }, { reply: reply(text("second try")) }],
+        [
+          {
+            aroundModelCall: async (next) => {
+              await next();
+              return next();
+            },
+          },
+          {
+            aroundModelCall: (next) => {
+              inner++;
+              return next();
+            },
+          },
+        ],
+      );
+      expect(inner).toBe(2);
+      expect(requests).toHaveLength(2);
+    });
+
+    it("beforeToolCall: the first refusal wins and the later gates never see the call", async () => {
+      const asked: string[] = [];
+      const gate = (tag: string, refuse: boolean): Seams => ({
+        beforeToolCall: async (call) => {
+          asked.push(tag);
+          return refuse ? { content: `${tag} refused ${call.name}`, isError: true } : null;
+        },
+      });
+      const { requests } = await setup(oneRound, [
+        gate("a", false),
+        gate("b", true),
+        gate("c", true),
+      ]);
+      expect(asked).toEqual(["a", "b"]);
+      expect(lastToolResults(requests[1]!)).toEqual([
+        { type: "tool_result", tool_use_id: "toolu_1", content: "b refused bash", is_error: true },
+      ]);
+    });
+
+    it("afterToolCall: each gets the output the previous one returned", async () => {
+      const note = (tag: string): Seams => ({
+        afterToolCall: async (_call, output) => ({ content: `${output.content}+${tag}` }),
+      });
+      const { requests } = await setup(oneRound, [note("a"), note("b")]);
+      expect(lastToolResults(requests[1]!)[0]?.content).toBe("a+a+b");
+    });
+
+    it("afterResults: the blocks of both follow every tool_result, in list order", async () => {
+      const { requests } = await setup(oneRound, [reminder("first"), reminder("second")]);
+      expect(requests[1]!.messages.at(-1)!.content).toEqual([
+        { type: "tool_result", tool_use_id: "toolu_1", content: "a" },
+        { type: "text", text: "<first/>" },
+        { type: "text", text: "<second/>" },
+      ]);
+    });
+
+    it("afterBatch: both run after the results message was appended, in list order", async () => {
+      const seen: string[] = [];
+      const batch = (tag: string): Seams => ({
+        afterBatch: async (messages) => {
+          seen.push(`${tag}:${messages.length}:${messages.at(-1)?.role}`);
+        },
+      });
+      await setup(oneRound, [batch("a"), batch("b")]);
+      expect(seen).toEqual(["a:3:user", "b:3:user"]);
+    });
+
+    it("onStop: the first answer continues the loop and the later ones are not asked", async () => {
+      const asked: string[] = [];
+      let answered = false;
+      let thirdAnswered = false;
+      const stop = (tag: string, answer: () => string | null): Seams => ({
+        onStop: async () => {
+          asked.push(tag);
+          return answer();
+        },
+      });
+      const { messages, requests } = await setup(
+        [
+          { when: (r) => r.messages.length === 1, reply: reply(text("done?")) },
+          { when: (r) => r.messages.at(-1)?.content === "keep going", reply: reply(text("more")) },
+          { when: (r) => r.messages.at(-1)?.content === "not me", reply: reply(text("fine")) },
+        ],
+        [
+          stop("silent", () => null),
+          stop("answers", () => {
+            if (answered) return null;
+            answered = true;
+            return "keep going";
+          }),
+          stop("never asked first time", () => {
+            if (thirdAnswered) return null;
+            thirdAnswered = true;
+            return "not me";
+          }),
+        ],
+      );
+      // First stop: "silent" passes, "answers" continues; the third is not asked.
+      // Second stop: "silent" and "answers" pass, so the third's answer would count.
+      expect(asked.slice(0, 2)).toEqual(["silent", "answers"]);
+      expect(asked.slice(2, 5)).toEqual(["silent", "answers", "never asked first time"]);
+      expect(requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "keep going" });
+      expect(messages.at(-2)).toEqual({ role: "user", content: "not me" });
+    });
+
+    it("onAppend: every listener sees every appended message with who made it", async () => {
+      const seen: string[][] = [[], []];
+      const listen = (i: number): Seams => ({
+        onAppend: (message, origin) => seen[i]!.push(`${message.role}:${origin}`),
+      });
+      await setup(oneRound, [listen(0), listen(1)]);
+      expect(seen[0]).toEqual(["assistant:model", "user:tool_results", "assistant:model"]);
+      expect(seen[1]).toEqual(seen[0]);
+    });
   });
 
-  it("afterToolCall can replace the output of a call that ran", async () => {
-    const { requests } = await setup(oneRound, {
-      afterToolCall: async (_call, output) => ({ content: `${output.content} + note` }),
-    });
-    expect(lastToolResults(requests[1]!)[0]?.content).toBe("a + note");
+  it("every seam gets the run's context: scope, role, signal, request, system and tools", async () => {
+    const contexts: LoopModule.RunContext[] = [];
+    const record = (run: LoopModule.RunContext) => {
+      contexts.push(run);
+    };
+    await setup(oneRound, [
+      {
+        beforeModelCall: async (_m, run) => record(run),
+        aroundModelCall: (next, _m, run) => {
+          record(run);
+          return next();
+        },
+        beforeToolCall: async (_c, run) => {
+          record(run);
+          return null;
+        },
+        afterToolCall: async (_c, output, run) => {
+          record(run);
+          return output;
+        },
+        onStop: async (_m, _r, run) => {
+          record(run);
+          return null;
+        },
+      },
+    ]);
+    expect(contexts.length).toBe(7);
+    for (const run of contexts) {
+      expect(run).toMatchObject({
+        scope: "main",
+        role: "main",
+        turn: "user",
+        request: "start",
+        system: "sys",
+      });
+      expect(run.signal).toBeInstanceOf(AbortSignal);
+      expect([...run.tools.keys()]).toEqual(["bash"]);
+    }
+  });
+
+  it("tags what it appends, and mechanisms can tag their own messages", () => {
+    const message: MessageParam = { role: "user", content: "[summary]" };
+    expect(loop.originOf(message)).toBeUndefined();
+    expect(loop.tagOrigin(message, "compaction")).toBe(message);
+    expect(loop.originOf(message)).toBe("compaction");
   });
 
   it("a throwing seam becomes an is_error result, never an exception", async () => {
-    const { requests } = await setup(oneRound, {
-      beforeToolCall: async () => {
-        throw new Error("hook exploded");
+    const { requests } = await setup(oneRound, [
+      {
+        beforeToolCall: async () => {
+          throw new Error("hook exploded");
+        },
       },
-    });
+    ]);
     expect(lastToolResults(requests[1]!)[0]).toMatchObject({
       content: "Error: hook exploded",
       is_error: true,
     });
-  });
-
-  it("beforeModelCall runs before every call and may rewrite the history", async () => {
-    const seen: number[] = [];
-    const { requests } = await setup(oneRound, {
-      beforeModelCall: async (messages) => {
-        seen.push(messages.length);
-        if (messages.length === 1) messages[0] = { role: "user", content: "rewritten" };
-      },
-    });
-    expect(seen).toEqual([1, 3]);
-    expect(requests[0]!.messages[0]).toEqual({ role: "user", content: "rewritten" });
-  });
-
-  it("aroundModelCall wraps each call (a retry layer can call it twice)", async () => {
-    let wrapped = 0;
-    const { requests } = await setup(
-      [{ reply: reply(text("first try")) }, { reply: reply(text("second try")) }],
-      {
-        aroundModelCall: async (call) => {
-          wrapped++;
-          await call();
-          return call();
-        },
-      },
-    );
-    expect(wrapped).toBe(1);
-    expect(requests).toHaveLength(2);
-  });
-
-  it("onStop can continue the loop once with a new user message; afterBatch and onAppend see every step", async () => {
-    let stops = 0;
-    const batches: number[] = [];
-    const appended: string[] = [];
-    const { messages, requests } = await setup(
-      [
-        ...oneRound,
-        { when: (r) => r.messages.at(-1)?.content === "keep going", reply: reply(text("more")) },
-      ],
-      {
-        onStop: async () => (stops++ === 0 ? "keep going" : null),
-        afterBatch: async (history) => {
-          batches.push(history.length);
-        },
-        onAppend: (message) => appended.push(message.role),
-      },
-    );
-    expect(requests).toHaveLength(3);
-    expect(batches).toEqual([3]);
-    expect(appended).toEqual(["assistant", "user", "assistant", "user", "assistant"]);
-    expect(messages.at(-1)).toMatchObject({ role: "assistant" });
   });
 
   it("stops at maxTurns model calls and says so", async () => {
@@ -177,7 +304,7 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
         { reply: reply(toolUse("bash", { command: "echo 2" })) },
         { reply: reply(toolUse("bash", { command: "echo 3" })) },
       ],
-      {},
+      [],
       2,
     );
     expect(result.stopped).toBe("max_turns");
@@ -186,9 +313,8 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
   });
 
   it("emits tool_call and tool_result events with the scope and a duration", async () => {
-    const { events } = await setup(oneRound, {});
-    const kinds = events.map((e) => e.type);
-    expect(kinds).toEqual(["tool_call", "tool_result"]);
+    const { events } = await setup(oneRound, []);
+    expect(events.map((e) => e.type)).toEqual(["tool_call", "tool_result"]);
     expect(events[1]).toMatchObject({ scope: "main", name: "bash", content: "a", isError: false });
   });
 
@@ -206,54 +332,191 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     expect(bash.shellSection("/ws").text).toBe(
       "Shell: bash runs one command in /ws and returns its output; run commands rather than guessing.",
     );
+    // From a list of mechanisms: identity, then each one's sections for the role asked.
+    const mechanisms = [
+      { name: "a", sections: () => [{ id: "a", text: "A", dynamic: true }] },
+      {
+        name: "b",
+        sections: (role: LoopModule.Role) =>
+          role === "main" ? [{ id: "b", text: "B" }] : [{ id: "b-sub", text: "b" }],
+      },
+      { name: "c" },
+    ];
+    expect(prompt.systemPrompt("/ws", mechanisms, "main")).toBe(
+      `${prompt.identitySection("/ws").text}\n\nB\n\nA`,
+    );
+    expect(prompt.systemPrompt("/ws", mechanisms, "subagent")).toBe(
+      `${prompt.identitySection("/ws").text}\n\nb\n\nA`,
+    );
   });
 
-  it("the REPL's prepareLine seam can rewrite a line or drop it before it joins the history", async () => {
-    const repl = await importChapter<typeof ReplModule>(chapter, "repl.ts");
-    const input = new PassThrough();
-    const output = new Capture();
-    const printer = createPrinter(output, false);
-    const reader = new LineReader({ input, output, printer });
-    const history: MessageParam[] = [];
-    const seen: unknown[] = [];
-    input.end("keep\ndrop\n");
-    await repl.runRepl({
-      prompt: "> ",
-      reader,
-      printer,
-      usage: new UsageMeter(),
-      log: nullLog(),
-      model: "m",
-      history,
-      prepareLine: async (line) =>
-        line === "drop"
-          ? null
-          : [
-              { type: "text", text: line },
+  describe("the REPL", () => {
+    const answer = (text: string) =>
+      ({
+        response: { content: [{ type: "text", text }], stop_reason: "end_turn" },
+        turns: 1,
+        stopped: "done",
+      }) as unknown as LoopModule.LoopResult;
+
+    function repl_(input: string, options: Partial<ReplModule.ReplOptions>) {
+      const stdin = new PassThrough();
+      const output = new Capture();
+      const printer = createPrinter(output, false);
+      const reader = new LineReader({ input: stdin, output, printer });
+      const history: MessageParam[] = [];
+      const turns: ReplModule.Turn[] = [];
+      stdin.end(input);
+      const done = repl.runRepl({
+        prompt: "> ",
+        reader,
+        printer,
+        usage: new UsageMeter(),
+        log: nullLog(),
+        model: "m",
+        history,
+        runTurn: async (turn) => {
+          turns.push({ ...turn, history: structuredClone(turn.history) });
+          printer.line("(turn ran)");
+          turn.history.push({ role: "assistant", content: "ok" });
+          return answer(`answer to ${turn.request}`);
+        },
+        ...options,
+      });
+      return { done, output, history, turns, reader };
+    }
+
+    it("prepare hooks run in list order; each gets the previous one's input, null drops the line", async () => {
+      const { done, turns, history } = repl_("keep\ndrop\n", {
+        hooks: [
+          {
+            prepare: async (input) =>
+              input.request === "drop"
+                ? null
+                : { ...input, content: [{ type: "text", text: input.request }] },
+          },
+          {
+            prepare: async (input) => ({
+              ...input,
+              content: [
+                ...(input.content as Anthropic.ContentBlockParam[]),
+                { type: "text", text: "ctx" },
+              ],
+            }),
+          },
+        ],
+      });
+      await done;
+      expect(turns.map((turn) => turn.history)).toEqual([
+        [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "keep" },
               { type: "text", text: "ctx" },
             ],
-      runTurn: async (messages) => {
-        seen.push(structuredClone(messages));
-        messages.push({ role: "assistant", content: "ok" });
-        return {
-          response: { content: [{ type: "text", text: "ok" }], stop_reason: "end_turn" },
-          turns: 1,
-          stopped: "done",
-        } as unknown as LoopModule.LoopResult;
-      },
+          },
+        ],
+      ]);
+      expect(history).toHaveLength(2);
     });
-    expect(seen).toEqual([
-      [
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "keep" },
-            { type: "text", text: "ctx" },
-          ],
+
+    it("beforeTurn sees the new user message; afterTurn runs after the answer is printed", async () => {
+      const order: string[] = [];
+      const { done, output } = repl_("hello\n", {
+        hooks: [
+          {
+            beforeTurn: async (turn) => {
+              order.push(`before:${turn.history.length}:${turn.request}`);
+            },
+            afterTurn: async (_turn, result) => {
+              order.push(`after:${result.stopped}`);
+              output.write("[after turn]\n");
+            },
+          },
+          { afterTurn: async () => void order.push("second after") },
+        ],
+      });
+      await done;
+      expect(order).toEqual(["before:1:hello", "after:done", "second after"]);
+      const text = output.text;
+      expect(text.indexOf("answer to hello")).toBeGreaterThan(text.indexOf("(turn ran)"));
+      expect(text.indexOf("[after turn]")).toBeGreaterThan(text.indexOf("answer to hello"));
+    });
+
+    it("the input message is tagged as the turn's input", async () => {
+      const { done, history } = repl_("hello\n", {});
+      await done;
+      expect(loop.originOf(history[0]!)).toBe("input");
+    });
+
+    it("hands an event to the source that registered its kind, which turns it into a turn", async () => {
+      let push: ((text: string) => void) | null = null;
+      const stdin = new PassThrough();
+      const output = new Capture();
+      const printer = createPrinter(output, false);
+      const reader = new LineReader({ input: stdin, output, printer });
+      const turns: ReplModule.TurnInput[] = [];
+      const done = repl.runRepl({
+        prompt: "> ",
+        reader,
+        printer,
+        usage: new UsageMeter(),
+        log: nullLog(),
+        model: "m",
+        history: [],
+        sources: [
+          {
+            kind: "timer",
+            start: (queue) => {
+              push = queue;
+            },
+            turn: async (text) =>
+              text === "nothing left"
+                ? null
+                : { kind: "scheduled", request: text, content: `[Scheduled] ${text}` },
+          },
+        ],
+        runTurn: async (turn) => {
+          turns.push({ kind: turn.kind, request: turn.request, content: turn.content });
+          return answer("ok");
         },
-      ],
-    ]);
-    expect(history).toHaveLength(2);
+      });
+      expect(push).not.toBeNull();
+      push!("nothing left");
+      push!("water the plants");
+      reader.push({ type: "external", kind: "nobody's", text: "ignored" });
+      stdin.write("typed\n");
+      await output.waitFor("> ");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stdin.end();
+      await done;
+      expect(turns).toEqual([
+        { kind: "scheduled", request: "water the plants", content: "[Scheduled] water the plants" },
+        { kind: "user", request: "typed", content: "typed" },
+      ]);
+    });
+
+    it("a slash command can start a turn, and gets the last request and the history", async () => {
+      const seen: ReplModule.CommandContext[] = [];
+      const { done, turns } = repl_("first\n/again twice\n/unknown\n", {
+        commands: new Map([
+          [
+            "again",
+            {
+              description: "repeat",
+              run: async (args, context) => {
+                seen.push({ ...context, history: [...context.history] });
+                return { kind: "user", request: `${context.request} ${args}`, content: "again" };
+              },
+            },
+          ],
+        ]),
+      });
+      await done;
+      expect(seen[0]?.request).toBe("first");
+      expect(seen[0]?.history).toHaveLength(2);
+      expect(turns.map((turn) => turn.request)).toEqual(["first", "first twice"]);
+    });
   });
 
   it("textOf gives placeholders when there is no text", () => {

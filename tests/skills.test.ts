@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { SessionLog } from "shared";
-import { reply, text, toolUse } from "shared";
+import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type * as SkillsModule from "../chapters/s07-skills/src/skills.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
@@ -52,6 +52,7 @@ function memoryLog(): SessionLog & { sections: string[] } {
     transcriptPath: "",
     sections,
     record() {},
+    request() {},
     transcript(title, text) {
       sections.push(`${title}: ${text}`);
     },

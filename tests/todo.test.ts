@@ -4,7 +4,7 @@
  * tool_result blocks of the same user message.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { reply, type ScriptStep, text, toolUse } from "shared";
+import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as TodoModule from "../chapters/s05-todo/src/todo.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";

@@ -1,17 +1,33 @@
 /**
- * The file tools, the dispatch map and the workspace refusal (s02 §0, §7), run against
- * every chapter from s02 on. Each test gets a fresh temporary WORKDIR; tool calls go
- * through the chapter's real loop (parse, guard, run) driven by an in-memory fake model.
+ * The file tools, the dispatch map and the workspace refusal, run against every chapter
+ * from s02 on. Each test gets a fresh temporary WORKDIR; tool calls go through the
+ * chapter's real loop (parse, guard, run) and the real SDK client to the fake Messages API,
+ * which refuses any request the real API would refuse.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import type { MessageParams, ModelClient, ToolContext } from "shared";
-import { toolMap } from "shared";
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  createAnthropic,
+  createModelClient,
+  type MessageParams,
+  nullLog,
+  type ToolContext,
+  toolMap,
+  UsageMeter,
+} from "shared";
+import {
+  type FakeServer,
+  reply,
+  type ScriptedAnswer,
+  type ScriptedReply,
+  startFakeServer,
+  text,
+  toolUse,
+} from "shared/testing";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chaptersFrom, importChapter } from "./chapters.ts";
-import { fakeMessage } from "./helpers/message.ts";
 
 type ToolsModule = typeof import("../chapters/s02-tools/src/tools.ts");
 type GuardModule = typeof import("../chapters/s02-tools/src/guard.ts");
@@ -24,31 +40,47 @@ type Call = { name: string; input: unknown };
 
 /** A reply as the API would send it; tool_use ids are toolu_1, toolu_2 … in order. */
 
-function toolReply(calls: Call[]): Anthropic.Message {
-  return fakeMessage(
-    calls.map((call, i) => ({
-      type: "tool_use",
-      id: `toolu_${i + 1}`,
-      name: call.name,
-      input: call.input,
-      caller: { type: "direct" },
-    })),
+function toolReply(calls: Call[]): ScriptedReply {
+  return reply(
+    ...calls.map((call, i) =>
+      toolUse(call.name, call.input as Record<string, unknown>, `toolu_${i + 1}`),
+    ),
   );
 }
 
-function textReply(text: string): Anthropic.Message {
-  return fakeMessage([{ type: "text", text, citations: null }]);
+function textReply(words: string): ScriptedReply {
+  return reply(text(words));
 }
 
-/** A model that answers from a list and records (a copy of) every request it got. */
-function fakeClient(replies: Anthropic.Message[]) {
-  const requests: MessageParams[] = [];
-  const client: ModelClient = {
-    async create(params) {
-      requests.push(structuredClone(params));
+/** The replies the fake server gives next, in order (the test sets them per run). */
+const replies: ScriptedReply[] = [];
+let server: FakeServer;
+beforeAll(async () => {
+  server = await startFakeServer({
+    model: (): ScriptedAnswer => {
       const next = replies.shift();
       if (!next) throw new Error("fake model: no reply left");
       return next;
+    },
+  });
+});
+afterAll(() => server.close());
+
+/** The real client against the fake server; records the body of every request it accepted. */
+function fakeClient(next: ScriptedReply[]) {
+  replies.splice(0, replies.length, ...next);
+  const seen = server.requests.length;
+  const client = createModelClient({
+    anthropic: createAnthropic({ apiKey: "test-key", authToken: null, baseURL: server.url }),
+    log: nullLog(),
+    usage: new UsageMeter(),
+  });
+  const requests = {
+    get all(): MessageParams[] {
+      const mine = server.requests.slice(seen);
+      const refused = mine.find((request) => request.rejected !== null);
+      if (refused) throw new Error(`the fake API refused a request: ${refused.rejected}`);
+      return mine.map((request) => request.body as MessageParams);
     },
   };
   return { client, requests };
@@ -110,9 +142,9 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
       scope: "main",
       workdir,
       emit: () => {},
-      seams: guardModule ? { beforeToolCall: guardModule.guard } : {},
+      seams: guardModule ? [{ beforeToolCall: guardModule.guard }] : [],
     });
-    return { result, messages, requests, results: resultsOf(messages[2]) };
+    return { result, messages, requests: requests.all, results: resultsOf(messages[2]) };
   }
 
   /** One tool call through the loop: its result text and error flag. */

@@ -1,5 +1,5 @@
 /**
- * The model client (DESIGN §3, §7.7).
+ * The model client.
  *
  * `createAnthropic` builds the SDK client with every credential passed explicitly, so the
  * SDK never reads a second one from the environment: one auth header, always.
@@ -7,11 +7,25 @@
  * logged under its scope and counted by the usage meter. Tests and the demo point the
  * same code at the fake server.
  */
-import Anthropic from "@anthropic-ai/sdk";
+import { createRequire } from "node:module";
+import type Anthropic from "@anthropic-ai/sdk";
 import type { Config } from "./config.ts";
 import type { Observer } from "./events.ts";
 import type { SessionLog } from "./log.ts";
 import type { UsageMeter } from "./usage.ts";
+
+type Sdk = typeof import("@anthropic-ai/sdk");
+
+let sdk: Sdk | null = null;
+/**
+ * The SDK, loaded on first use through `require`. Its ESM entry is about 1 500 modules, and
+ * under the TypeScript loader (tsx) every one of them goes through the loader's hooks: that
+ * alone cost 0.5 s of each start. The CommonJS build is the same code without that toll.
+ */
+function loadSdk(): Sdk {
+  sdk ??= createRequire(import.meta.url)("@anthropic-ai/sdk") as Sdk;
+  return sdk;
+}
 
 export type MessageParams = Anthropic.MessageCreateParamsNonStreaming;
 
@@ -32,7 +46,8 @@ export function createAnthropic(
   config: Pick<Config, "apiKey" | "authToken" | "baseURL">,
   options: { maxRetries?: number; timeoutMs?: number } = {},
 ): Anthropic {
-  return new Anthropic({
+  const { Anthropic: Client } = loadSdk();
+  return new Client({
     // Exactly one credential; `null` keeps the SDK from reading the other from the env.
     ...(config.apiKey ? { apiKey: config.apiKey, authToken: null } : { apiKey: null }),
     ...(config.apiKey ? {} : { authToken: config.authToken }),
@@ -43,7 +58,8 @@ export function createAnthropic(
 }
 
 export interface ModelClientOptions {
-  anthropic: Anthropic;
+  /** The SDK client, or a function that makes it on the first call (start-up stays light). */
+  anthropic: Anthropic | (() => Anthropic);
   log: SessionLog;
   usage: UsageMeter;
   /** Sees each call's wall time at the client (the benchmark). */
@@ -51,13 +67,16 @@ export interface ModelClientOptions {
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
+  let anthropic = typeof options.anthropic === "function" ? null : options.anthropic;
+  const make = options.anthropic;
   return {
     async create(params, callOptions = {}) {
       const scope = callOptions.scope ?? "main";
-      options.log.record("request", params, scope);
+      anthropic ??= (make as () => Anthropic)();
+      options.log.request(params, scope);
       const started = performance.now();
       try {
-        const message = await options.anthropic.messages.create(params, {
+        const message = await anthropic.messages.create(params, {
           signal: callOptions.signal,
           ...(callOptions.maxRetries === undefined ? {} : { maxRetries: callOptions.maxRetries }),
         });
@@ -76,10 +95,12 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
 
 /** One line for the user: status and the API's own message; a rejected model names MODEL_ID. */
 export function describeApiError(error: unknown, model?: string): string {
-  if (error instanceof Anthropic.APIConnectionError) {
+  // The SDK's error classes exist only once the SDK is loaded; before that nothing can be one.
+  const classes = sdk;
+  if (classes && error instanceof classes.APIConnectionError) {
     return `connection error: ${error.cause instanceof Error ? error.cause.message : error.message}`;
   }
-  if (error instanceof Anthropic.APIError) {
+  if (classes && error instanceof classes.APIError) {
     const body = error.error as { error?: { type?: string; message?: string } } | undefined;
     const message = body?.error?.message ?? error.message;
     const type = body?.error?.type ? ` ${body.error.type}` : "";
@@ -97,7 +118,7 @@ export function describeApiError(error: unknown, model?: string): string {
 
 export function isAbortError(error: unknown): boolean {
   return (
-    error instanceof Anthropic.APIUserAbortError ||
+    (sdk !== null && error instanceof sdk.APIUserAbortError) ||
     (error instanceof Error && error.name === "AbortError")
   );
 }

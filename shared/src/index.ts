@@ -1,14 +1,14 @@
+// What every chapter's runtime uses. The fake Messages API, the scripted model and the demo
+// runner are test and demo helpers: they live behind `shared/testing`, so a normal run never
+// loads them.
 export * from "./client.ts";
 export * from "./config.ts";
-export * from "./demo.ts";
 export * from "./events.ts";
-export * from "./fake-server.ts";
 export * from "./io.ts";
 export * from "./log.ts";
 export * from "./printer.ts";
 export * from "./processes.ts";
 export * from "./reader.ts";
-export * from "./scripted.ts";
 export * from "./state.ts";
 export * from "./style.ts";
 export * from "./tool.ts";

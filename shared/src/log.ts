@@ -1,23 +1,34 @@
 /**
- * The session log (DESIGN §3, §7.8): every run appends raw records as JSON lines
- * (`<stamp>_<pid>_api.jsonl`) and a readable transcript (`<stamp>_<pid>_transcript.log`)
- * under `<WORKDIR>/.harness/logs/`. Nothing is created until the first write, writes are
+ * The session log: every run appends raw records as JSON lines (`<stamp>_<pid>_api.jsonl`)
+ * and a readable transcript (`<stamp>_<pid>_transcript.log`) under
+ * `<WORKDIR>/.harness/logs/`. Nothing is created until the first write, writes are
  * whole-line appends (safe for several loops in one process), and credentials are
  * scrubbed from every line.
+ *
+ * Requests are logged by what changed, so the log grows with the session, not with its
+ * square: a `request` record names the system prompt and the tools by digest (each text is
+ * written once, in a `system` or `tools` record), says how many messages of the previous
+ * request of the same scope it keeps, and carries only the messages after those.
+ * `readRequests` rebuilds every request exactly from those records.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import path from "node:path";
+import type Anthropic from "@anthropic-ai/sdk";
 import type { LoopEvent } from "./events.ts";
 import { harnessPath } from "./state.ts";
+
+type RequestParams = Anthropic.MessageCreateParamsNonStreaming;
 
 export interface SessionLog {
   readonly sessionId: string;
   /** The raw JSON-lines file (what hook scripts get as `transcript_path`). */
   readonly apiPath: string;
   readonly transcriptPath: string;
-  /** Appends one raw record: model requests and responses, gate decisions, hook outcomes. */
+  /** Appends one raw record: model responses, gate decisions, hook outcomes. */
   record(kind: string, data: unknown, scope?: string): void;
+  /** Appends a model request as what changed since the previous request of `scope`. */
+  request(params: RequestParams, scope?: string): void;
   /** Appends one readable section to the transcript. */
   transcript(title: string, text: string, scope?: string): void;
 }
@@ -58,13 +69,46 @@ export function createSessionLog(options: SessionLogOptions): SessionLog {
     appendFileSync(file, scrub(text));
   };
 
+  const record = (kind: string, data: unknown, scope = "main") => {
+    const line = JSON.stringify({ ts: clock().toISOString(), kind, scope, data });
+    append(apiPath, `${line}\n`);
+  };
+  const written = new Set<string>();
+  const previous = new Map<string, string[]>();
+
   return {
     sessionId: randomBytes(8).toString("hex"),
     apiPath,
     transcriptPath,
-    record(kind, data, scope = "main") {
-      const line = JSON.stringify({ ts: clock().toISOString(), kind, scope, data });
-      append(apiPath, `${line}\n`);
+    record,
+    request(params, scope = "main") {
+      const { system, tools, messages, ...rest } = params;
+      const digestOf = (kind: "system" | "tools", value: unknown) => {
+        if (value === undefined) return null;
+        const digest = digest16(JSON.stringify(value));
+        if (!written.has(`${kind}:${digest}`)) {
+          written.add(`${kind}:${digest}`);
+          record(kind, { digest, [kind]: value }, scope);
+        }
+        return digest;
+      };
+      const texts = messages.map((message) => JSON.stringify(message));
+      const before = previous.get(scope) ?? [];
+      let keep = 0;
+      while (keep < before.length && keep < texts.length && before[keep] === texts[keep]) keep++;
+      previous.set(scope, texts);
+      record(
+        "request",
+        {
+          ...rest,
+          system: digestOf("system", system),
+          tools: digestOf("tools", tools),
+          count: messages.length,
+          keep,
+          messages: messages.slice(keep),
+        },
+        scope,
+      );
     },
     transcript(title, text, scope = "main") {
       const head = scope === "main" ? title : `${title} [${scope}]`;
@@ -80,8 +124,67 @@ export function nullLog(): SessionLog {
     apiPath: "",
     transcriptPath: "",
     record() {},
+    request() {},
     transcript() {},
   };
+}
+
+function digest16(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+export interface LoggedRequest {
+  scope: string;
+  ts: string;
+  params: RequestParams;
+}
+
+/**
+ * Every request of a session, rebuilt from the raw log's text (`pnpm course log` prints
+ * them). Throws, naming the line, when a record refers to something the log lacks.
+ */
+export function readRequests(apiLog: string): LoggedRequest[] {
+  const texts = new Map<string, unknown>();
+  const histories = new Map<string, Anthropic.MessageParam[]>();
+  const requests: LoggedRequest[] = [];
+  apiLog.split("\n").forEach((line, index) => {
+    if (!line.trim()) return;
+    const where = `line ${index + 1}`;
+    const entry = JSON.parse(line) as { ts: string; kind: string; scope: string; data: never };
+    if (entry.kind === "system" || entry.kind === "tools") {
+      const data = entry.data as { digest: string } & Record<string, unknown>;
+      texts.set(`${entry.kind}:${data.digest}`, data[entry.kind]);
+      return;
+    }
+    if (entry.kind !== "request") return;
+    const { system, tools, count, keep, messages, ...rest } = entry.data as {
+      system: string | null;
+      tools: string | null;
+      count: number;
+      keep: number;
+      messages: Anthropic.MessageParam[];
+    } & Record<string, unknown>;
+    const before = histories.get(entry.scope) ?? [];
+    if (keep > before.length)
+      throw new Error(`${where}: keeps ${keep} of ${before.length} messages`);
+    const all = [...before.slice(0, keep), ...messages];
+    if (all.length !== count)
+      throw new Error(`${where}: ${all.length} messages, expected ${count}`);
+    histories.set(entry.scope, all);
+    const lookup = (kind: string, digest: string | null) => {
+      if (digest === null) return {};
+      if (!texts.has(`${kind}:${digest}`)) throw new Error(`${where}: no ${kind} ${digest}`);
+      return { [kind]: texts.get(`${kind}:${digest}`) };
+    };
+    const params = {
+      ...rest,
+      ...lookup("system", system),
+      ...lookup("tools", tools),
+      messages: all,
+    } as unknown as RequestParams;
+    requests.push({ scope: entry.scope, ts: entry.ts, params });
+  });
+  return requests;
 }
 
 /** Writes loop events into the readable transcript (the raw log gets requests and replies). */

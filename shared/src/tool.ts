@@ -1,6 +1,8 @@
 /**
- * The shape of a tool (DESIGN §7.1). A chapter's tools are plain objects of this type,
- * kept in an own-key `Map` by name; the loop only ever calls `parse` and then `run`.
+ * The shape of a tool. A chapter's tools are plain objects of this type, kept in an own-key
+ * `Map` by name; the loop only ever calls `parse` and then `run`. A tool also says what a
+ * call touches (`target`), so the guard, the permission gates and settings rules can judge
+ * a tool they have never heard of. See docs/architecture.md, "Tools".
  */
 import type Anthropic from "@anthropic-ai/sdk";
 
@@ -22,6 +24,15 @@ export interface ToolContext {
   scope: string;
 }
 
+/** What one call touches: the path it reads or writes, or the command it runs. */
+export interface ToolTarget {
+  kind: "read" | "write" | "exec";
+  /** The path as the model gave it, relative to the workspace. */
+  path?: string;
+  /** The shell command the call runs. */
+  command?: string;
+}
+
 export interface ToolDefinition<Input = unknown> {
   name: string;
   /** Claude Code's names for this tool (`Bash`, `Read` …), used by settings rules and hooks. */
@@ -31,6 +42,8 @@ export interface ToolDefinition<Input = unknown> {
   /** The tool's own input check; the error text names the tool, the field and the problem. */
   parse(input: unknown): Parsed<Input>;
   run(input: Input, context: ToolContext): Promise<ToolOutput>;
+  /** What a call with this (parsed) input touches; absent or null: nothing a gate checks. */
+  target?(input: Input): ToolTarget | null;
 }
 
 export type ToolMap = Map<string, ToolDefinition>;

@@ -16,16 +16,14 @@ import os from "node:os";
 import path from "node:path";
 import { type PassThrough, Readable, Writable } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
+import { type Env, type Main, stripAnsi } from "shared";
 import {
-  type Env,
   type FakeServer,
-  type Main,
   type ReceivedRequest,
   ScriptedModel,
   type ScriptStep,
   startFakeServer,
-  stripAnsi,
-} from "shared";
+} from "shared/testing";
 import { type Chapter, importChapter } from "../chapters.ts";
 
 const made: string[] = [];

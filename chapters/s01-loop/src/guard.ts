@@ -1,10 +1,11 @@
 /**
- * The one check before every tool call (s01 §0.9, DESIGN §7.3). In s01 it is a block list
- * of dangerous substrings for `bash`: a teaching device, not a security boundary
- * (`s\udo` walks past it). s03 replaces this file with the permission pipeline.
+ * The one check before every tool call. In s01 it is a block list of dangerous substrings
+ * for any call that runs a command: a teaching device, not a security boundary (`s\udo`
+ * walks past it). s03 replaces this file with the permission pipeline.
  */
-import type { ToolContext, ToolOutput } from "shared";
-import type { ToolCall } from "./loop.ts";
+import type { ToolOutput } from "shared";
+import type { RunContext, ToolCall } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];
 /** A redirection into /dev/, except the harmless sinks, so `2>/dev/null` still runs. */
@@ -18,13 +19,18 @@ export function blockedEntry(command: string): string | null {
 }
 
 /** Returns the refusal for a call, or null to let it run. */
-export async function guard(call: ToolCall, _context: ToolContext): Promise<ToolOutput | null> {
-  if (call.name !== "bash") return null;
-  const command = (call.input as { command: string }).command;
-  const entry = blockedEntry(command);
+export async function guard(call: ToolCall, run: RunContext): Promise<ToolOutput | null> {
+  const target = run.tools.get(call.name)?.target?.(call.input);
+  if (target?.command === undefined) return null;
+  const entry = blockedEntry(target.command);
   if (entry === null) return null;
   return {
     content: `Error: Dangerous command blocked: '${entry}' is on the block list`,
     isError: true,
   };
+}
+
+/** The guard as a mechanism: one check before every tool call of every run. */
+export function guardMechanism(): Mechanism {
+  return { name: "guard", loop: () => ({ beforeToolCall: guard }) };
 }

@@ -1,20 +1,19 @@
 /**
- * The one check before every tool call (s01 §0.9, s02 §0.5, DESIGN §7.3). Two refusals:
- * a block list of dangerous substrings for `bash` (a teaching device, not a security
- * boundary: `s\udo` walks past it), and the workspace refusal for the file tools, which
- * compares real paths so `..`, absolute paths and symlinks that leave WORKDIR are all
- * caught. s03 replaces this file with the permission pipeline, which asks instead.
+ * The one check before every tool call. Two refusals, both read from what the call says it
+ * touches (its tool's `target`): a block list of dangerous substrings for any command (a
+ * teaching device, not a security boundary: `s\udo` walks past it), and the workspace
+ * refusal for any path, which compares real paths so `..`, absolute paths and symlinks
+ * that leave WORKDIR are all caught. s03 replaces this file with the permission pipeline,
+ * which asks instead.
  */
-import type { ToolContext, ToolOutput } from "shared";
-import type { ToolCall } from "./loop.ts";
+import type { ToolOutput } from "shared";
+import type { RunContext, ToolCall } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 import { isInside, resolveInWorkspace } from "./tools.ts";
 
 export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];
 /** A redirection into /dev/, except the harmless sinks, so `2>/dev/null` still runs. */
 const DEVICE_REDIRECT = /> *\/dev\/(?!(?:null|stdout|stderr|tty)(?![\w.-]))/;
-
-/** The tools whose `path` must stay inside the workspace. */
-export const PATH_TOOLS = new Set(["read_file", "write_file", "edit_file"]);
 
 /** The block-list entry `command` hits, or null. */
 export function blockedEntry(command: string): string | null {
@@ -29,18 +28,22 @@ export function escapesWorkspace(workdir: string, p: string): boolean {
 }
 
 /** Returns the refusal for a call, or null to let it run. */
-export async function guard(call: ToolCall, context: ToolContext): Promise<ToolOutput | null> {
-  if (PATH_TOOLS.has(call.name)) {
-    const target = (call.input as { path: string }).path;
-    if (!escapesWorkspace(context.workdir, target)) return null;
-    return { content: `Error: Path escapes workspace: ${target}`, isError: true };
+export async function guard(call: ToolCall, run: RunContext): Promise<ToolOutput | null> {
+  const target = run.tools.get(call.name)?.target?.(call.input);
+  if (target?.path !== undefined) {
+    if (!escapesWorkspace(run.workdir, target.path)) return null;
+    return { content: `Error: Path escapes workspace: ${target.path}`, isError: true };
   }
-  if (call.name !== "bash") return null;
-  const command = (call.input as { command: string }).command;
-  const entry = blockedEntry(command);
+  if (target?.command === undefined) return null;
+  const entry = blockedEntry(target.command);
   if (entry === null) return null;
   return {
     content: `Error: Dangerous command blocked: '${entry}' is on the block list`,
     isError: true,
   };
+}
+
+/** The guard as a mechanism: one check before every tool call of every run. */
+export function guardMechanism(): Mechanism {
+  return { name: "guard", loop: () => ({ beforeToolCall: guard }) };
 }

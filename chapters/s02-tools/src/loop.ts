@@ -1,11 +1,25 @@
 /**
- * The agent loop (s01 §3.B): call the model, append its reply, run the tool calls it
- * asked for, append their results as one user message, and repeat until a reply asks for
- * no tool. The model decides what to do; the loop only executes and feeds back.
+ * The agent loop: call the model, append its reply, run the tool calls it asked for,
+ * append their results as one user message, and repeat until a reply asks for no tool.
+ * The model decides what to do; the loop only executes and feeds back.
  *
- * Later chapters never edit this file's shape: they plug in at the named seams of
- * `LoopSeams` (DESIGN §7.2), so the same loop runs the main agent, subagents (s06) and
- * teammates (s13).
+ * Later chapters never edit this file. They plug in at the seams of `LoopSeams`, and the
+ * same loop runs the main agent, subagents (s06) and teammates (s13). A run gets one list
+ * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
+ * `composeSeams` joins them by one rule per seam:
+ *
+ *   beforeModelCall  each in list order, one after the other
+ *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
+ *   beforeToolCall   in list order until one refuses the call; that refusal is the result
+ *   afterToolCall    in list order, each given the output the previous one returned
+ *   afterResults     the text blocks of all of them, concatenated in list order
+ *   afterBatch       each in list order
+ *   onStop           in list order until one answers; its text continues the loop
+ *   onAppend         every listener, in list order
+ *
+ * Every seam gets the run's context: its scope and role, the turn's abort signal, the
+ * active request, the system prompt and tools of this run. docs/architecture.md shows
+ * which chapter uses which seam.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -30,30 +44,137 @@ export interface ToolCall {
   input: unknown;
 }
 
-/** Decides before a tool runs: a non-null output replaces the call (nothing runs). */
-export type ToolGate = (call: ToolCall, context: ToolContext) => Promise<ToolOutput | null>;
+/** Which kind of agent runs a loop: the one at the prompt, a subagent (s06), a teammate (s13). */
+export type Role = "main" | "subagent" | "teammate";
 
-/** The places later chapters plug in. Each is optional; absent means "do nothing". */
+/**
+ * What started the turn: a typed line, a scheduled prompt (s12), team events (s13), a
+ * finished background job (s15). Only a user turn can stop to ask the user something.
+ */
+export type TurnKind = "user" | "scheduled" | "team" | "background";
+
+/**
+ * Who put a message into the history, so one mechanism can tell another's messages apart
+ * without matching their text: the turn's `input`, the `model`, a round's `tool_results`
+ * (and what rides with them), a `continuation` a Stop hook asked for, a `compaction`
+ * summary or marker (s08), a `notification` message (s11).
+ */
+export type Origin =
+  | "input"
+  | "model"
+  | "tool_results"
+  | "continuation"
+  | "compaction"
+  | "notification";
+
+const origins = new WeakMap<MessageParam, Origin>();
+
+/** Records who made `message` (the loop tags what it appends; mechanisms tag their own). */
+export function tagOrigin(message: MessageParam, origin: Origin): MessageParam {
+  origins.set(message, origin);
+  return message;
+}
+
+/** Who made `message`, or undefined for a message nobody tagged. */
+export function originOf(message: MessageParam): Origin | undefined {
+  return origins.get(message);
+}
+
+/** What every seam and every tool call of one loop run is told. */
+export interface RunContext extends ToolContext {
+  role: Role;
+  turn: TurnKind;
+  /** The active request: the line (or scheduled text, or task prompt) this run works on. */
+  request: string;
+  /** The system prompt of the coming (or current) model call. */
+  system: string;
+  tools: ToolMap;
+}
+
+/** The places mechanisms plug in. Each is optional; the rules that join several are above. */
 export interface LoopSeams {
-  /** Before each model call; may rewrite `messages` in place (s08 compaction). */
-  beforeModelCall?(messages: MessageParam[]): Promise<void>;
-  /** Wraps each model call (s08 reactive compaction, s15 retries and streaming). */
-  aroundModelCall?(call: () => Promise<Message>, messages: MessageParam[]): Promise<Message>;
-  /** Before each tool call, after its input parsed (guard, permissions, PreToolUse hooks). */
-  beforeToolCall?: ToolGate;
-  /** After each tool call; may replace its output (PostToolUse hooks). */
-  afterToolCall?(call: ToolCall, output: ToolOutput, context: ToolContext): Promise<ToolOutput>;
+  /** Before each model call; may rewrite the history in place. */
+  beforeModelCall?(messages: MessageParam[], run: RunContext): Promise<void>;
   /**
-   * After a round's results are collected, before they are appended. Blocks returned here
-   * go after every tool_result of the same user message (s05 reminder).
+   * Wraps each model call. `next` runs the wrappers inside this one and then the call; a
+   * wrapper may rewrite the history in place before calling it, or call it again.
    */
-  afterResults?(results: ToolResult[], response: Message): Anthropic.TextBlockParam[];
-  /** After a round's results message was appended (s08 deferred compact, s11 notices). */
-  afterBatch?(messages: MessageParam[]): Promise<void>;
-  /** At the no-tool_use exit: text returned here continues the loop as a user message (s04 Stop). */
-  onStop?(messages: MessageParam[], response: Message): Promise<string | null>;
-  /** Every message appended to the history (a per-turn journal: s09). */
-  onAppend?(message: MessageParam): void;
+  aroundModelCall?(
+    next: () => Promise<Message>,
+    messages: MessageParam[],
+    run: RunContext,
+  ): Promise<Message>;
+  /** Before each tool call, after its input parsed: an output refuses the call (nothing runs). */
+  beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
+  /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
+  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
+  /** After a round's results are collected: text blocks to put after every tool_result. */
+  afterResults?(
+    results: ToolResult[],
+    response: Message,
+    run: RunContext,
+  ): Anthropic.TextBlockParam[];
+  /** After a round's results message was appended. */
+  afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
+  onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
+  /** Every message appended to the history, with who made it. */
+  onAppend?(message: MessageParam, origin: Origin, run: RunContext): void;
+}
+
+/** One `LoopSeams` that runs a list of them by the rules in this file's header. */
+export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
+  const all = <K extends keyof LoopSeams>(key: K) =>
+    list.flatMap((seams) => (seams[key] ? [seams] : [])) as Array<Required<Pick<LoopSeams, K>>>;
+  const before = all("beforeModelCall");
+  const around = all("aroundModelCall");
+  const gates = all("beforeToolCall");
+  const after = all("afterToolCall");
+  const extras = all("afterResults");
+  const batches = all("afterBatch");
+  const stops = all("onStop");
+  const listeners = all("onAppend");
+  return {
+    async beforeModelCall(messages, run) {
+      for (const seams of before) await seams.beforeModelCall(messages, run);
+    },
+    aroundModelCall(call, messages, run) {
+      // Built from the inside out, so the first in the list ends up outermost.
+      const chain = around.reduceRight<() => Promise<Message>>(
+        (next, seams) => () => seams.aroundModelCall(next, messages, run),
+        call,
+      );
+      return chain();
+    },
+    async beforeToolCall(toolCall, run) {
+      for (const seams of gates) {
+        const refusal = await seams.beforeToolCall(toolCall, run);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    async afterToolCall(toolCall, output, run) {
+      let kept = output;
+      for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
+      return kept;
+    },
+    afterResults(results, response, run) {
+      return extras.flatMap((seams) => seams.afterResults(results, response, run));
+    },
+    async afterBatch(messages, run) {
+      for (const seams of batches) await seams.afterBatch(messages, run);
+    },
+    async onStop(messages, response, run) {
+      for (const seams of stops) {
+        const answer = await seams.onStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
+    },
+    onAppend(message, origin, run) {
+      for (const seams of listeners) seams.onAppend(message, origin, run);
+    },
+  };
 }
 
 export interface LoopConfig {
@@ -65,12 +186,19 @@ export interface LoopConfig {
   system: string | (() => string);
   /** Who runs this loop: "main", "sub", a teammate's name (printing, log, usage). */
   scope: string;
+  /** Absent: "main". */
+  role?: Role;
+  /** Absent: "user". */
+  turn?: TurnKind;
+  /** The active request. Absent: the text of the last user message when the run starts. */
+  request?: string;
   workdir: string;
   /** At most this many model calls (absent: no limit, as in s01). */
   maxTurns?: number;
   signal?: AbortSignal;
   emit: EventSink;
-  seams?: LoopSeams;
+  /** One entry per mechanism, in the order main.ts lists them. */
+  seams?: LoopSeams[];
 }
 
 export interface LoopResult {
@@ -81,48 +209,60 @@ export interface LoopResult {
 }
 
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
-  const seams = config.seams ?? {};
+  const seams = composeSeams(config.seams ?? []);
   const signal = config.signal ?? new AbortController().signal;
-  const append = (message: MessageParam) => {
-    messages.push(message);
-    seams.onAppend?.(message);
+  const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
+  const run: RunContext = {
+    workdir: config.workdir,
+    signal,
+    scope: config.scope,
+    role: config.role ?? "main",
+    turn: config.turn ?? "user",
+    request: config.request ?? requestText(messages.at(-1)),
+    system: systemNow(),
+    tools: config.tools,
+  };
+  const append = (message: MessageParam, origin: Origin) => {
+    messages.push(tagOrigin(message, origin));
+    seams.onAppend(message, origin, run);
   };
   let turns = 0;
 
   // One iteration per model call; the loop ends when a reply asks for no tool.
   for (;;) {
     throwIfAborted(signal);
-    await seams.beforeModelCall?.(messages);
-    const call = () => callModel(messages, config, signal);
-    const response = seams.aroundModelCall
-      ? await seams.aroundModelCall(call, messages)
-      : await call();
+    run.system = systemNow();
+    await seams.beforeModelCall(messages, run);
+    const response = await seams.aroundModelCall(
+      () => callModel(messages, config, run),
+      messages,
+      run,
+    );
     turns++;
-    // Stored exactly as received: thinking blocks and all (DESIGN §2.7).
-    append({ role: "assistant", content: response.content });
+    // Stored exactly as received: thinking blocks and all.
+    append({ role: "assistant", content: response.content }, "model");
 
     const calls = response.content.filter((block) => block.type === "tool_use");
     if (calls.length === 0) {
       for (const block of response.content) {
         if (block.type === "thinking") emitThinking(config, block.thinking);
       }
-      const more = await seams.onStop?.(messages, response);
-      if (more) {
+      const continuation = await seams.onStop(messages, response, run);
+      if (continuation) {
         // A Stop hook keeps the turn going: show the answer it did not let stand.
         showProse(response, config, false);
-        append({ role: "user", content: more });
+        append({ role: "user", content: continuation }, "continuation");
         continue;
       }
       return { response, turns, stopped: "done" };
     }
 
     showProse(response, config);
-    const context: ToolContext = { workdir: config.workdir, signal, scope: config.scope };
     const results: ToolResult[] = [];
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
       const toolCall = { id: block.id, name: block.name, input: block.input };
-      const output = await runTool(toolCall, config, context);
+      const output = await runTool(toolCall, config, run, seams);
       results.push({
         type: "tool_result",
         tool_use_id: block.id,
@@ -131,9 +271,9 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       });
     }
     throwIfAborted(signal);
-    const extra = seams.afterResults?.(results, response) ?? [];
-    append({ role: "user", content: [...results, ...extra] });
-    await seams.afterBatch?.(messages);
+    const extra = seams.afterResults(results, response, run);
+    append({ role: "user", content: [...results, ...extra] }, "tool_results");
+    await seams.afterBatch(messages, run);
 
     if (config.maxTurns !== undefined && turns >= config.maxTurns) {
       return { response, turns, stopped: "max_turns" };
@@ -141,29 +281,29 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   }
 }
 
-function callModel(
-  messages: MessageParam[],
-  config: LoopConfig,
-  signal: AbortSignal,
-): Promise<Message> {
-  const system = typeof config.system === "function" ? config.system() : config.system;
+function callModel(messages: MessageParam[], config: LoopConfig, run: RunContext) {
   return config.client.create(
     {
       model: config.model,
       max_tokens: config.maxTokens ?? MAX_TOKENS,
-      system,
+      system: run.system,
       messages,
       tools: toolSpecs(config.tools),
     },
-    { scope: config.scope, signal },
+    { scope: config.scope, signal: run.signal },
   );
 }
 
-/** Runs one call; every failure becomes an is_error output, never an exception (DESIGN §2.6). */
-async function runTool(call: ToolCall, config: LoopConfig, context: ToolContext) {
+/** Runs one call; every failure becomes an is_error output, never an exception. */
+async function runTool(
+  call: ToolCall,
+  config: LoopConfig,
+  run: RunContext,
+  seams: Required<LoopSeams>,
+) {
   const started = performance.now();
   config.emit({ type: "tool_call", scope: config.scope, ...call });
-  const output = await dispatch(call, config, context);
+  const output = await dispatch(call, config, run, seams);
   config.emit({
     type: "tool_result",
     scope: config.scope,
@@ -177,7 +317,12 @@ async function runTool(call: ToolCall, config: LoopConfig, context: ToolContext)
   return output;
 }
 
-async function dispatch(call: ToolCall, config: LoopConfig, context: ToolContext) {
+async function dispatch(
+  call: ToolCall,
+  config: LoopConfig,
+  run: RunContext,
+  seams: Required<LoopSeams>,
+) {
   // An own-key Map: names such as `constructor` or `__proto__` are simply unknown.
   const tool = config.tools.get(call.name);
   if (!tool) {
@@ -188,14 +333,12 @@ async function dispatch(call: ToolCall, config: LoopConfig, context: ToolContext
   if (!parsed.ok) return error(parsed.error);
   const checked = { ...call, input: parsed.value };
   try {
-    const refusal = await config.seams?.beforeToolCall?.(checked, context);
+    const refusal = await seams.beforeToolCall(checked, run);
     if (refusal) return refusal;
-    const output = await tool.run(parsed.value, context);
-    return config.seams?.afterToolCall
-      ? await config.seams.afterToolCall(checked, output, context)
-      : output;
+    const output = await tool.run(parsed.value, run);
+    return await seams.afterToolCall(checked, output, run);
   } catch (caught) {
-    if (isAbortError(caught) || context.signal.aborted) throw caught;
+    if (isAbortError(caught) || run.signal.aborted) throw caught;
     return error(`Error: ${caught instanceof Error ? caught.message : String(caught)}`);
   }
 }
@@ -224,10 +367,15 @@ function throwIfAborted(signal: AbortSignal): void {
   }
 }
 
-/**
- * The answer of a reply (s01 §3.F): its text blocks joined, or a placeholder that says
- * why there is none.
- */
+/** A user message's own text: the string, or its first text block ("" for tool results). */
+export function requestText(message: MessageParam | undefined): string {
+  if (message?.role !== "user") return "";
+  if (typeof message.content === "string") return message.content;
+  const first = message.content.find((block) => block.type === "text");
+  return first?.type === "text" ? first.text : "";
+}
+
+/** The answer of a reply: its text blocks joined, or a placeholder that says why there is none. */
 export function textOf(response: Message): string {
   const text = response.content
     .filter((block) => block.type === "text")

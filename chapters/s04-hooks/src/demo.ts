@@ -8,7 +8,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type DemoOptions, reply, runDemo, runIfEntry, text, toolUse } from "shared";
+import { runIfEntry } from "shared";
+import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
 
 /** Appends each bash command the agent runs to bash-commands.log. */
 export const LOG_BASH_HOOK = `// PreToolUse hook: reads the call as JSON on stdin, logs bash commands.

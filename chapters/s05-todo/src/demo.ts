@@ -4,7 +4,8 @@
  * attaches the reminder to the results. Run: pnpm --filter s05 demo
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { type DemoOptions, reply, runDemo, runIfEntry, text, toolUse } from "shared";
+import { runIfEntry } from "shared";
+import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
 
 const GREET = `export function greet(name) {\n  return \`Hello, \${name}!\`;\n}\n`;
 const TEST = `import { greet } from "./greet.mjs";\nif (greet("Ada") !== "Hello, Ada!") throw new Error("greet is wrong");\nconsole.log("ok: greet works");\n`;

@@ -6,7 +6,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type DemoOptions, reply, runDemo, runIfEntry, text, toolUse } from "shared";
+import { runIfEntry } from "shared";
+import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
 
 type Request = Anthropic.MessageCreateParams;
 

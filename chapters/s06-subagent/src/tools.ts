@@ -1,14 +1,15 @@
 /**
- * The file tools and the chapter's tool list (s02 §0.1–0.11).
+ * The file tools.
  *
  * With only `bash`, the model has to turn "read this file" or "change this line" into
  * `cat`, `sed` and `echo >` incantations that break on quoting. Here it gets four tools
  * built for the job. Adding a tool is one more definition in `baseTools`: the loop already
  * dispatches by name through an own-key map, so it does not change.
  *
- * Paths are relative to WORKDIR. The tools do not check confinement themselves: guard.ts
- * refuses paths that leave the workspace before a tool runs (s03 swaps that refusal for an
- * approval). Only `glob` keeps its own filter, because it must never *list* outside paths.
+ * Paths are relative to WORKDIR. The tools do not check confinement themselves: each says
+ * which path a call reads or writes (`target`), and guard.ts refuses paths that leave the
+ * workspace before a tool runs (s03 swaps that refusal for an approval). Only `glob` keeps
+ * its own filter, because it must never *list* outside paths.
  */
 import { type Dirent, readlinkSync, realpathSync, type Stats } from "node:fs";
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
@@ -16,12 +17,14 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { asObject, invalidInput, type Parsed, type ToolDefinition, type ToolOutput } from "shared";
 import { bashTool } from "./bash.ts";
+import type { Harness } from "./harness.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 /** `glob` prints at most this many paths, then says how many it left out. */
 export const MAX_GLOB_MATCHES = 1000;
 
 // ---------------------------------------------------------------------------------------
-// Workspace paths: the helpers guard.ts uses to decide what is inside WORKDIR.
+// Workspace paths: the helpers the gates use to decide what is inside WORKDIR.
 // ---------------------------------------------------------------------------------------
 
 /** The absolute path `p` names, relative to the workspace (`..` normalised, no fs access). */
@@ -170,6 +173,7 @@ export const readFileTool: ToolDefinition<ReadFileInput> = {
       return failure(error);
     }
   },
+  target: (input) => ({ kind: "read", path: input.path }),
 };
 
 // ---------------------------------------------------------------------------------------
@@ -213,6 +217,7 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
       return failure(error);
     }
   },
+  target: (input) => ({ kind: "write", path: input.path }),
 };
 
 // ---------------------------------------------------------------------------------------
@@ -282,6 +287,7 @@ export const editFileTool: ToolDefinition<EditFileInput> = {
       return failure(error);
     }
   },
+  target: (input) => ({ kind: "write", path: input.path }),
 };
 
 // ---------------------------------------------------------------------------------------
@@ -415,12 +421,15 @@ export const globTool: ToolDefinition<GlobInput> = {
 };
 
 // ---------------------------------------------------------------------------------------
-// The chapter's tools and its prompt section.
+// The mechanism: the four tools for every agent, and the prompt section.
 // ---------------------------------------------------------------------------------------
 
-/** Every tool of this chapter, in the order the model is offered them. */
+/** The file tools, in the order the model is offered them. */
+export const FILE_TOOLS: ToolDefinition[] = [readFileTool, writeFileTool, editFileTool, globTool];
+
+/** The five tools every agent has from s02 on: `bash`, then the file tools. */
 export function baseTools(options: { timeoutMs: number }): ToolDefinition[] {
-  return [bashTool(options), readFileTool, writeFileTool, editFileTool, globTool];
+  return [bashTool(options), ...FILE_TOOLS];
 }
 
 /** This mechanism's part of the system prompt. */
@@ -428,5 +437,14 @@ export function filesSection(workdir: string) {
   return {
     id: "files",
     text: `Files: use read_file, write_file, edit_file and glob for file work instead of shell commands; paths are relative to ${workdir}.`,
+  };
+}
+
+/** The file tools as a mechanism: the four tools for every agent, and the Files section. */
+export function filesMechanism(harness: Pick<Harness, "workdir">): Mechanism {
+  return {
+    name: "files",
+    tools: () => FILE_TOOLS,
+    sections: () => [filesSection(harness.workdir)],
   };
 }

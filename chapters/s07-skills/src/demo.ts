@@ -7,7 +7,8 @@ import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type DemoOptions, findRepoRoot, reply, runDemo, runIfEntry, text, toolUse } from "shared";
+import { findRepoRoot, runIfEntry } from "shared";
+import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
 
 const last = (request: Anthropic.MessageCreateParams) => JSON.stringify(request.messages.at(-1));
 

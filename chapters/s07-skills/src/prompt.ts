@@ -1,16 +1,11 @@
 /**
- * The system prompt (s01 §0.2, DESIGN §7.4): sections joined by blank lines. The identity
- * line comes first, then one section per mechanism in chapter order; sections that change
- * during a session (`dynamic`) go last so the stable prefix stays cacheable. Each
- * mechanism file exports its own section; this file only lists them.
+ * The system prompt: sections joined by blank lines. The identity line comes first, then
+ * each mechanism's sections in list order; sections that change during a session
+ * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
+ * cacheable. Each mechanism file owns its section; this file only puts them in order.
  */
-import { shellSection } from "./bash.ts";
-import { hooksSection } from "./hooks.ts";
-import { permissionsSection } from "./permissions.ts";
-import { type Skill, skillsSection } from "./skills.ts";
-import { delegationSection, subagentSection } from "./subagent.ts";
-import { planningSection } from "./todo.ts";
-import { filesSection } from "./tools.ts";
+import type { Role } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 export interface PromptSection {
   id: string;
@@ -32,28 +27,10 @@ export function buildSystemPrompt(sections: PromptSection[]): string {
   return [...stable, ...dynamic].map((section) => section.text).join("\n\n");
 }
 
-/** The main agent's sections, in chapter order. */
-export function mainSections(workdir: string, skills: Skill[]): PromptSection[] {
-  return [
+/** The system prompt of an agent of `role`: identity, then every mechanism's sections. */
+export function systemPrompt(workdir: string, mechanisms: Mechanism[], role: Role): string {
+  return buildSystemPrompt([
     identitySection(workdir),
-    shellSection(workdir),
-    filesSection(workdir),
-    permissionsSection(),
-    hooksSection(),
-    planningSection(),
-    delegationSection(),
-    skillsSection(skills),
-  ];
-}
-
-/** A subagent's sections: the base ones, then its own (it has no todo_write and no task). */
-export function childSections(workdir: string): PromptSection[] {
-  return [
-    identitySection(workdir),
-    shellSection(workdir),
-    filesSection(workdir),
-    permissionsSection(),
-    hooksSection(),
-    subagentSection(),
-  ];
+    ...mechanisms.flatMap((mechanism) => mechanism.sections?.(role) ?? []),
+  ]);
 }

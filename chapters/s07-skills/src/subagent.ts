@@ -6,7 +6,8 @@
  * history holding only the task's prompt, its own system prompt and the five base tools
  * (no `task`, so delegation is one level deep; no `todo_write`, the plan is the parent's).
  * Only the child's final text comes back; its messages are dropped. The child shares the
- * workspace and goes through the same permission and hook pipeline as the parent.
+ * workspace, and its tools, prompt and seams come from the same list of mechanisms as the
+ * parent's, asked for the `subagent` role: the same permission gates and hooks, scoped `sub`.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -18,11 +19,12 @@ import {
   type ModelClient,
   type SessionLog,
   type ToolDefinition,
-  type ToolMap,
   type ToolOutput,
   toolSpecs,
 } from "shared";
-import { agentLoop, type LoopSeams, textOf } from "./loop.ts";
+import type { AgentSetup, Harness } from "./harness.ts";
+import { agentLoop, textOf } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 /** Model calls one child may make (Stop-forced rounds count too). */
 export const MAX_SUB_TURNS = 30;
@@ -35,12 +37,11 @@ export interface SubagentOptions {
   workdir: string;
   emit: EventSink;
   log: SessionLog;
-  /** A fresh copy of the base tools for each child, never derived from the parent's list. */
-  childTools: () => ToolMap;
-  /** The child's system prompt. */
-  childSystem: string;
-  /** The loop seams every child gets (the shared hook bus, scoped to `sub`). */
-  childSeams: () => LoopSeams;
+  /**
+   * What one child run gets: its own tool map, system prompt and fresh seams, made from the
+   * mechanisms for the `subagent` role (never derived from the parent's list).
+   */
+  child: () => AgentSetup;
 }
 
 export function taskTool(options: SubagentOptions): ToolDefinition<{ prompt: string }> {
@@ -82,10 +83,10 @@ export async function runSubagent(
 ): Promise<ToolOutput> {
   const say = (text: string) =>
     options.emit({ type: "notice", scope: "main", text, tone: "accent" });
-  const tools = options.childTools();
+  const { tools, system, seams } = options.child();
   options.log.record(
     "config",
-    { prompt, system: options.childSystem, tools: toolSpecs(tools).map((tool) => tool.name) },
+    { prompt, system, tools: toolSpecs(tools).map((tool) => tool.name) },
     SUB_SCOPE,
   );
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: prompt }];
@@ -95,13 +96,15 @@ export async function runSubagent(
       client: options.client,
       model: options.model,
       tools,
-      system: options.childSystem,
+      system,
       scope: SUB_SCOPE,
+      role: "subagent",
+      request: prompt,
       workdir: options.workdir,
       maxTurns: MAX_SUB_TURNS,
       signal,
       emit: options.emit,
-      seams: options.childSeams(),
+      seams,
     });
     if (result.stopped === "max_turns") {
       say("[Subagent stopped]");
@@ -138,5 +141,30 @@ export function subagentSection() {
     text:
       "Subagent: another agent gave you one self-contained task. Complete it, then reply with " +
       "a concise final answer; only that answer is returned.",
+  };
+}
+
+/**
+ * Delegation as a mechanism: `task` and the Delegation section for the main agent, and the
+ * Subagent section in every child's prompt.
+ */
+export function subagentMechanism(
+  harness: Pick<Harness, "client" | "model" | "workdir" | "emit" | "log" | "agent">,
+): Mechanism {
+  const options: SubagentOptions = {
+    client: harness.client,
+    model: harness.model,
+    workdir: harness.workdir,
+    emit: harness.emit,
+    log: harness.log,
+    child: () => harness.agent("subagent", SUB_SCOPE),
+  };
+  return {
+    name: "subagent",
+    tools: (role) => (role === "main" ? [taskTool(options)] : []),
+    sections: (role) => {
+      if (role === "main") return [delegationSection()];
+      return role === "subagent" ? [subagentSection()] : [];
+    },
   };
 }

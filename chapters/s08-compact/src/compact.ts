@@ -12,10 +12,14 @@
  *   L4 summary  still too large: the model writes a factual summary that replaces
  *               the history (the latest batch kept word for word)                  (one API call)
  *
- * Two more ways in: the model can ask with the `compact` tool (or the user with
- * `/compact`), and when the API still answers "prompt is too long", the loop compacts once
- * and retries. No layer ever separates a tool_use from its tool_result, and a summary is
- * reference data, never instructions: the user's current request is restated beside it.
+ * The layers run inside the loop's aroundModelCall seam, so they see the history after
+ * every beforeModelCall seam has added to it, right before it is sent. Two more ways in:
+ * the model can ask with the `compact` tool (the summary replaces the history after that
+ * batch, at the afterBatch seam) or the user with `/compact`; and when the API still
+ * answers "prompt is too long", the wrapper compacts once and retries. No layer ever
+ * separates a tool_use from its tool_result, and a summary is reference data, never
+ * instructions: the run's active request is restated beside it. What compaction writes
+ * into the history is tagged as its own (`compaction`), so other mechanisms can tell.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, realpathSync } from "node:fs";
@@ -31,9 +35,13 @@ import {
   positiveIntVar,
   type SessionLog,
   type ToolDefinition,
+  type ToolMap,
+  toolSpecs,
   writeFileAtomic,
 } from "shared";
-import type { LoopSeams } from "./loop.ts";
+import type { Harness } from "./harness.ts";
+import { type LoopSeams, type RunContext, tagOrigin } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 type MessageParam = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
@@ -128,63 +136,54 @@ export interface CompactorOptions {
   limits: CompactLimits;
 }
 
-/** What one run of the loop tells its compaction seams. */
-export interface RunInfo {
-  scope: string;
-  /** System prompt and tool definitions: sent with every request, counted in its size. */
-  overheadChars: number;
-}
+/**
+ * What compaction needs of a loop run: its scope, its active request (what a summary
+ * restates), its system prompt and tools (sent with every request, so counted in its size)
+ * and its signal (the summary call is cancelled with the turn).
+ */
+export type CompactRun = Pick<RunContext, "scope" | "request" | "system" | "tools" | "signal">;
 
 export class Compactor {
   /** Scopes whose `compact` tool call asked for a summary after the current batch. */
   private readonly requested = new Set<string>();
+  private readonly options: CompactorOptions;
 
-  constructor(private readonly options: CompactorOptions) {}
+  constructor(options: CompactorOptions) {
+    this.options = options;
+  }
 
-  /**
-   * The loop seams for one loop run. The active request (what a summary restates) is the
-   * last user message when the run starts: the typed line, or a subagent's task prompt.
-   */
-  loopSeams(run: RunInfo): Pick<LoopSeams, "beforeModelCall" | "aroundModelCall"> {
-    let activeRequest: string | null = null;
+  /** The loop seams: the layers around each model call, the compact tool's summary after its batch. */
+  loopSeams(): LoopSeams {
     return {
-      beforeModelCall: async (messages) => {
-        activeRequest ??= requestText(messages.at(-1));
-        if (this.requested.delete(run.scope)) {
-          await this.summarize(messages, {
-            run,
-            activeRequest,
-            keepTail: false,
-            reason: "compact tool",
-          });
-          return;
-        }
-        await this.prepare(messages, run, activeRequest);
-      },
-      aroundModelCall: async (call, messages) => {
+      aroundModelCall: async (next, messages, run) => {
+        await this.prepare(messages, run);
         try {
-          return await call();
+          return await next();
         } catch (error) {
           if (!isTooLong(error)) throw error;
           this.say(
             run.scope,
             "[compact reactive] the API says the prompt is too long: compacting once",
           );
-          await this.reactive(messages, run, activeRequest ?? "");
-          return call(); // a second "too long" goes to the caller like any API error
+          await this.reactive(messages, run);
+          return next(); // a second "too long" goes to the caller like any API error
         }
+      },
+      afterBatch: async (messages, run) => {
+        if (!this.requested.delete(run.scope)) return;
+        await this.summarize(messages, { run, keepTail: false, reason: "compact tool" });
       },
     };
   }
 
   /** The four layers, cheapest first. Rewrites `messages` in place (new message objects). */
-  async prepare(messages: MessageParam[], run: RunInfo, activeRequest: string): Promise<void> {
+  async prepare(messages: MessageParam[], run: CompactRun): Promise<void> {
     const { limits } = this.options;
     replaceAll(messages, this.budget(messages, run.scope));
     replaceAll(messages, this.snip(messages, run.scope));
     replaceAll(messages, this.micro(messages, run.scope));
-    if (requestSize(messages, run.overheadChars) > limits.contextLimit) {
-      await this.summarize(messages, { run, activeRequest, keepTail: true, reason: "auto" });
+    if (requestSize(messages, overheadOf(run)) > limits.contextLimit) {
+      await this.summarize(messages, { run, keepTail: true, reason: "auto" });
     }
   }
 
@@ -261,10 +260,10 @@ export class Compactor {
     const archive = this.archive(messages);
     const removed = tailStart - headEnd;
     this.say(scope, `[compact L1] ${removed} messages archived (${archive})`);
-    const marker: MessageParam = {
-      role: "user",
-      content: `[${removed} messages archived at ${archive}]`,
-    };
+    const marker = tagOrigin(
+      { role: "user", content: `[${removed} messages archived at ${archive}]` },
+      "compaction",
+    );
     return [...messages.slice(0, headEnd), marker, ...messages.slice(tailStart)];
   }
 
@@ -330,7 +329,12 @@ export class Compactor {
    */
   async summarize(
     messages: MessageParam[],
-    how: { run: RunInfo; activeRequest: string; keepTail: boolean; reason: string; focus?: string },
+    how: {
+      run: Pick<CompactRun, "scope" | "request" | "signal">;
+      keepTail: boolean;
+      reason: string;
+      focus?: string;
+    },
   ): Promise<void> {
     const tailStart = how.keepTail
       ? Math.max(
@@ -342,9 +346,9 @@ export class Compactor {
     if (older.length === 0) return;
     const before = JSON.stringify(messages).length;
     const archive = this.archive(messages);
-    const summary = await this.summaryText(older, how.focus);
+    const summary = await this.summaryText(older, how.run.signal, how.focus);
     const replaced = [
-      summaryMessage(how.activeRequest, summary, archive),
+      summaryMessage(how.run.request, summary, archive),
       ...messages.slice(tailStart),
     ];
     replaceAll(messages, replaced);
@@ -355,35 +359,30 @@ export class Compactor {
   }
 
   /** The reactive path: summarise all but the last few messages (pairs kept whole). */
-  async reactive(messages: MessageParam[], run: RunInfo, activeRequest: string): Promise<void> {
+  async reactive(messages: MessageParam[], run: CompactRun): Promise<void> {
     let tailStart = Math.max(0, messages.length - REACTIVE_KEEP_TAIL);
     if (tailStart > 0 && hasToolResult(messages[tailStart]) && hasToolUse(messages[tailStart - 1]))
       tailStart--;
     const before = JSON.stringify(messages).length;
     const archive = this.archive(messages);
     const older = messages.slice(0, tailStart === 0 ? messages.length : tailStart);
-    const summary = await this.summaryText(older);
+    const summary = await this.summaryText(older, run.signal);
     const kept = tailStart === 0 ? [] : messages.slice(tailStart);
-    replaceAll(messages, [summaryMessage(activeRequest, summary, archive), ...kept]);
+    replaceAll(messages, [summaryMessage(run.request, summary, archive), ...kept]);
     this.say(
       run.scope,
       `[compact reactive] ${older.length} messages summarized, ${kept.length} kept (${before} → ${JSON.stringify(messages).length} chars)`,
     );
   }
 
-  /** `/compact [focus]`: summarise the whole history now. */
-  async compactNow(messages: MessageParam[], run: RunInfo, activeRequest: string, focus: string) {
+  /** `/compact [focus]`: summarise the main history now. */
+  async compactNow(messages: MessageParam[], request: string, focus: string, signal: AbortSignal) {
     if (messages.length === 0) {
-      this.say(run.scope, "Nothing to compact.");
+      this.say("main", "Nothing to compact.");
       return;
     }
-    await this.summarize(messages, {
-      run,
-      activeRequest,
-      keepTail: false,
-      reason: "/compact",
-      focus,
-    });
+    const run = { scope: "main", request, signal };
+    await this.summarize(messages, { run, keepTail: false, reason: "/compact", focus });
   }
 
   /** Marks that `scope`'s loop asked for a summary after its current batch. */
@@ -391,7 +390,11 @@ export class Compactor {
     this.requested.add(scope);
   }
 
-  private async summaryText(messages: MessageParam[], focus?: string): Promise<string> {
+  private async summaryText(
+    messages: MessageParam[],
+    signal: AbortSignal,
+    focus?: string,
+  ): Promise<string> {
     const input = summaryInput(JSON.stringify(messages), this.options.limits.summaryInputLimit);
     const focusLine = focus?.trim() ? `\n\nFocus the summary on: ${focus.trim()}` : "";
     const response = await this.options.client.create(
@@ -401,7 +404,7 @@ export class Compactor {
         system: SUMMARY_SYSTEM,
         messages: [{ role: "user", content: `${input}${focusLine}` }],
       },
-      { scope: "compact" },
+      { scope: "compact", signal },
     );
     const text = response.content
       .filter((block) => block.type === "text")
@@ -435,20 +438,23 @@ export function summaryMessage(
   summary: string,
   archive: string,
 ): MessageParam {
-  return {
-    role: "user",
-    content: [
-      "[Compacted]",
-      "",
-      "Current user request:",
-      activeRequest,
-      "",
-      "Conversation summary (reference only):",
-      JSON.stringify(summary),
-      "",
-      `Full transcript: ${archive}`,
-    ].join("\n"),
-  };
+  return tagOrigin(
+    {
+      role: "user",
+      content: [
+        "[Compacted]",
+        "",
+        "Current user request:",
+        activeRequest,
+        "",
+        "Conversation summary (reference only):",
+        JSON.stringify(summary),
+        "",
+        `Full transcript: ${archive}`,
+      ].join("\n"),
+    },
+    "compaction",
+  );
 }
 
 /** The start and end of a long history (the middle is in the archive). */
@@ -461,6 +467,18 @@ export function summaryInput(json: string, limit: number): string {
 /** The size estimate: compact JSON of the history plus the system prompt and tools. */
 export function requestSize(messages: MessageParam[], overheadChars: number): number {
   return JSON.stringify(messages).length + overheadChars;
+}
+
+const toolsChars = new WeakMap<ToolMap, number>();
+
+/** What every request of a run carries besides the history: its system prompt and tools. */
+export function overheadOf(run: Pick<RunContext, "system" | "tools">): number {
+  let tools = toolsChars.get(run.tools);
+  if (tools === undefined) {
+    tools = JSON.stringify(toolSpecs(run.tools)).length;
+    toolsChars.set(run.tools, tools);
+  }
+  return run.system.length + tools;
 }
 
 /** A tool_use id as a file name: `[A-Za-z0-9._-]` only, at most 120 characters. */
@@ -519,13 +537,6 @@ function replaceAll(messages: MessageParam[], next: MessageParam[]): void {
   if (next !== messages) messages.splice(0, messages.length, ...next);
 }
 
-function requestText(message: MessageParam | undefined): string {
-  if (message?.role !== "user") return "";
-  if (typeof message.content === "string") return message.content;
-  const first = message.content.find((block) => block.type === "text");
-  return first && first.type === "text" ? first.text : "";
-}
-
 function hasToolUse(message: MessageParam | undefined): boolean {
   return (
     message?.role === "assistant" &&
@@ -558,4 +569,37 @@ function isPlaceholder(text: string): boolean {
 
 function isStub(text: string): boolean {
   return text.startsWith("<persisted-output>");
+}
+
+/**
+ * Compaction as a mechanism: the layers and the reactive retry in every agent's loop, the
+ * compact tool's summary after its batch; `compact` and the Context section for the main
+ * agent (other agents get the section without the tool's sentence); `/compact`.
+ */
+export function compactMechanism(
+  harness: Pick<Harness, "workdir" | "client" | "model" | "emit" | "log" | "env">,
+): Mechanism {
+  const compactor = new Compactor({
+    workdir: harness.workdir,
+    client: harness.client,
+    model: harness.model,
+    emit: harness.emit,
+    log: harness.log,
+    limits: limitsFromEnv(harness.env),
+  });
+  return {
+    name: "compact",
+    tools: (role) => (role === "main" ? [compactTool(compactor)] : []),
+    sections: (role) => [role === "main" ? contextSection() : childContextSection()],
+    loop: () => compactor.loopSeams(),
+    commands: {
+      compact: {
+        description: "summarise the conversation now (optional: what to focus on)",
+        run: async (focus, context) => {
+          await compactor.compactNow(context.history, context.request, focus, context.signal);
+          return undefined;
+        },
+      },
+    },
+  };
 }

@@ -25,6 +25,9 @@ import {
   type ToolDefinition,
 } from "shared";
 import { parseDocument } from "yaml";
+import type { Harness } from "./harness.ts";
+import type { Role } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 /** Where skills live, scanned in this order (Claude Code's project folder second). */
 export const SKILL_ROOTS = ["skills", ".claude/skills"];
@@ -400,6 +403,41 @@ export function loadSkillTool(
       }
       log.transcript("SKILL", `load ${name} (${skill.text.length} chars)`, context.scope);
       return { content: skill.text };
+    },
+  };
+}
+
+/**
+ * Skills as a mechanism: scanned once at start; the catalog section and `load_skill` for
+ * the main agent (and teammates, s13), never for a subagent; `/skills`; the count and any
+ * problems in the banner.
+ */
+export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "printer">): Mechanism {
+  const { skills, problems } = loadSkills(harness.workdir);
+  const hasSkills = (role: Role) => role === "main" || role === "teammate";
+  return {
+    name: "skills",
+    tools: (role) => (hasSkills(role) ? [loadSkillTool(skills, harness.log)] : []),
+    sections: (role) => (hasSkills(role) ? [skillsSection(skills)] : []),
+    commands: {
+      skills: {
+        description: "list the skills and any problems loading them",
+        run: async () => {
+          harness.printer.line(describeSkills(skills, problems));
+          return undefined;
+        },
+      },
+    },
+    start: () => {
+      harness.log.record("skills", { catalog: catalog(skills), problems });
+      const names = skills.map((skill) => skill.name);
+      return [
+        ...problems.map((problem) => ({ text: `[skills] ${problem}`, tone: "warn" as const })),
+        {
+          text: `[skills] ${names.length} skill(s): ${names.join(", ") || "none"}`,
+          tone: "dim" as const,
+        },
+      ];
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The `bash` tool and the one async command runner (s01 §0.10–0.11, DESIGN §7.10).
+ * The `bash` tool and the one async command runner.
  *
  * Every command runs through the system shell in WORKDIR, in its own process group, with
  * an empty stdin. Its streams are read with a cap, so any amount of output is truncated
@@ -7,8 +7,18 @@
  * background jobs (s11) reuse `runCommand`.
  */
 import { spawn } from "node:child_process";
-import { asObject, invalidInput, killGroup, type ToolDefinition, trackChild } from "shared";
+import {
+  asObject,
+  invalidInput,
+  killGroup,
+  positiveIntVar,
+  type ToolDefinition,
+  trackChild,
+} from "shared";
+import type { Harness } from "./harness.ts";
+import type { Mechanism } from "./mechanism.ts";
 
+/** How long one command may run; `BASH_TIMEOUT_MS` overrides it. */
 export const BASH_TIMEOUT_MS = 120_000;
 /** Bytes kept per stream; the rest is read and dropped. */
 export const STREAM_CAP_BYTES = 1024 * 1024;
@@ -110,7 +120,7 @@ function capped(stream: NodeJS.ReadableStream | null) {
   return { text: () => Buffer.concat(chunks).toString("utf8") };
 }
 
-/** The model's view of a run: output, exit status, timeout (s01 §0.8, §0.10, §0.11). */
+/** The model's view of a run: output, exit status, timeout. */
 export function formatRun(
   run: RunResult,
   timeoutMs: number,
@@ -168,6 +178,7 @@ export function bashTool(options: { timeoutMs: number }): ToolDefinition<BashInp
       });
       return formatRun(run, options.timeoutMs);
     },
+    target: ({ command }) => ({ kind: "exec", command }),
   };
 }
 
@@ -176,5 +187,15 @@ export function shellSection(workdir: string) {
   return {
     id: "shell",
     text: `Shell: bash runs one command in ${workdir} and returns its output; run commands rather than guessing.`,
+  };
+}
+
+/** The shell: `bash` for every agent, and its prompt section. */
+export function bashMechanism(harness: Pick<Harness, "env" | "workdir">): Mechanism {
+  const timeoutMs = positiveIntVar(harness.env, "BASH_TIMEOUT_MS", BASH_TIMEOUT_MS);
+  return {
+    name: "bash",
+    tools: () => [bashTool({ timeoutMs })],
+    sections: () => [shellSection(harness.workdir)],
   };
 }

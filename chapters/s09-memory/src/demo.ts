@@ -8,7 +8,8 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type DemoOptions, reply, runDemo, runIfEntry, text } from "shared";
+import { runIfEntry } from "shared";
+import { type DemoOptions, reply, runDemo, text } from "shared/testing";
 
 type Request = Anthropic.MessageCreateParams;
 const isSide = (request: Request) => !request.tools || request.tools.length === 0;

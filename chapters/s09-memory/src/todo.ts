@@ -15,7 +15,9 @@ import {
   type SessionLog,
   type ToolDefinition,
 } from "shared";
+import type { Harness } from "./harness.ts";
 import type { LoopSeams } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
 
 export const MAX_TODOS = 20;
 /** Tool rounds without a todo_write before the reminder is attached. */
@@ -35,7 +37,7 @@ const MARKERS: Record<TodoStatus, string> = {
   completed: "[x]",
 };
 
-/** The one todo list of the process (the s06 subagent never gets the tool). */
+/** The one todo list of the session (only the main agent has the tool). */
 export class TodoManager {
   items: TodoItem[] = [];
   /** How many times todo_write has run (the reminder watches this). */
@@ -152,7 +154,7 @@ export function todoReminder(options: TodoOptions): Pick<LoopSeams, "afterResult
   let silentRounds = 0;
   let seenRuns = options.manager.runs;
   return {
-    afterResults(): Anthropic.TextBlockParam[] {
+    afterResults(_results, _response, run): Anthropic.TextBlockParam[] {
       if (options.manager.runs !== seenRuns) {
         seenRuns = options.manager.runs;
         silentRounds = 0;
@@ -163,7 +165,7 @@ export function todoReminder(options: TodoOptions): Pick<LoopSeams, "afterResult
       silentRounds = 0;
       options.emit({
         type: "notice",
-        scope: "main",
+        scope: run.scope,
         text: `[todo] ${REMIND_AFTER_ROUNDS} tool rounds without a todo update: reminding the model`,
         tone: "dim",
       });
@@ -179,5 +181,19 @@ export function planningSection() {
     text:
       "Planning: before a multi-step task, write your steps with todo_write; keep one item " +
       "in_progress and update statuses as you go.",
+  };
+}
+
+/**
+ * Planning as a mechanism: `todo_write` and the Planning section for the main agent, and
+ * the reminder in each of its loop runs. Subagents and teammates have neither.
+ */
+export function todoMechanism(harness: Pick<Harness, "emit" | "log">): Mechanism {
+  const options: TodoOptions = { manager: new TodoManager(), emit: harness.emit, log: harness.log };
+  return {
+    name: "todo",
+    tools: (role) => (role === "main" ? [todoWriteTool(options)] : []),
+    sections: (role) => (role === "main" ? [planningSection()] : []),
+    loop: (run) => (run.role === "main" ? todoReminder(options) : null),
   };
 }
