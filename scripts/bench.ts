@@ -10,20 +10,39 @@
  * Also: start-up time to the first prompt (the chapter's `start` command as a process),
  * and the request body size at a few rounds.
  *
+ * A second table runs each chapter as a process, the way a learner does:
+ *   pnpm start→prompt / →exit = `pnpm --filter sNN start` from the repository root through the
+ *       pinned pnpm, stdin at EOF, a dummy key and a closed base URL: median ms from spawn to
+ *       the first `sNN >> ` on stdout, and to the process's exit (PNPM_START_RUNS runs)
+ *   RSS at start = max RSS (MiB) of `node --import tsx src/main.ts`, stdin at EOF (median of
+ *       RSS_START_RUNS runs); the preload scripts/bench-rss.mjs reports it at exit
+ *   RSS 300 rounds = the same, over a session of SESSION_ROUNDS bash rounds against the fake
+ *       Messages API (prompt on stdin, then EOF)
+ *   api log / transcript = bytes that session left under <WORKDIR>/.harness/logs/
+ *
  * From s08 on (context compaction, s08 §0.16 and review R), a second table: a long session of
  * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
  * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { isEntry, type Main } from "shared";
 import {
-  isEntry,
-  type Main,
   type MessageRequest,
   offersTools,
   type ReceivedRequest,
@@ -32,7 +51,7 @@ import {
   startFakeServer,
   text,
   toolUse,
-} from "shared";
+} from "shared/testing";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** How the compaction summary's system prompt starts (compact.ts): marks a summary call. */
@@ -183,6 +202,293 @@ function format(results: ChapterBench[]): string {
   for (const r of results) {
     lines.push(
       `| ${r.chapter} | ${ms(r.overheadMs)} | ${ms(r.httpMs)} | ${ms(r.toolMs)} | ${ms(r.wallMs)} | ${r.startupMs.toFixed(0)} | ${SIZE_AT.map((n) => kb(r.requestBytes[n])).join(" | ")} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// The chapter as a process: started as a learner starts it, its peak memory, its session log.
+
+/** Runs of `pnpm --filter sNN start` per chapter; the table shows medians. */
+const PNPM_START_RUNS = 5;
+/** Runs of the bare chapter process at EOF per chapter, for the RSS at start (median). */
+const RSS_START_RUNS = 3;
+/** Tool rounds of the child-process session whose peak RSS and session log are measured. */
+export const SESSION_ROUNDS = 300;
+/** Nothing listens there: a chapter that called the model would fail at once, not hang. */
+const CLOSED_BASE_URL = "http://127.0.0.1:9";
+/** Preload that appends "<pid> <maxRSS KiB>" to $BENCH_RSS_FILE when the process exits. */
+const RSS_PRELOAD = path.join(ROOT, "scripts", "bench-rss.mjs");
+const PROCESS_TIMEOUT_MS = 120_000;
+
+export interface ProcessBench {
+  chapter: string;
+  pnpmPromptMs: number;
+  pnpmExitMs: number;
+  startRssMiB: number;
+  sessionRssMiB: number;
+  /** Bytes under .harness/logs/ after the session, by kind ("other": any further file). */
+  logBytes: { api: number; transcript: number; other: number };
+  sessionWallMs: number;
+}
+
+interface ProcessRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  pid: number | undefined;
+  /** ms from spawn to the first `prompt` on stdout; null when it never appeared. */
+  promptMs: number | null;
+  /** ms from spawn to the process's exit. */
+  exitMs: number;
+  stdout: string;
+  stderr: string;
+}
+
+const chapterId = (dir: string) => dir.split("-")[0]!;
+
+/**
+ * The pinned pnpm, picked as tests/helpers/cli.ts's pnpmCommand() picks it: the pnpm running
+ * this bench when it is that version, else through npx; never a bare `pnpm`.
+ */
+function pnpmCommand(): string[] {
+  const pinned = (
+    JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+      packageManager: string;
+    }
+  ).packageManager.split("@")[1]!;
+  const { npm_execpath: execpath, npm_config_user_agent: agent = "" } = process.env;
+  if (
+    execpath &&
+    path.basename(execpath).startsWith("pnpm") &&
+    agent.startsWith(`pnpm/${pinned} `)
+  ) {
+    return execpath.endsWith(".js") || execpath.endsWith(".cjs")
+      ? [process.execPath, execpath]
+      : [execpath];
+  }
+  return ["npx", "-y", `pnpm@${pinned}`];
+}
+
+/** The bench's environment minus what a chapter run must not inherit, plus `vars`. */
+function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (/^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$|BENCH_RSS_FILE$)/.test(key)) {
+      delete env[key];
+    }
+  }
+  return { ...env, NO_COLOR: "1", ANTHROPIC_API_KEY: "bench-key", ...vars };
+}
+
+/** Spawns `command`, writes `input` (maybe nothing) and closes its stdin at once. */
+function runProcess(
+  command: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; prompt?: string },
+): Promise<ProcessRun> {
+  const [file, ...args] = command;
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(file!, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    let promptMs: number | null = null;
+    let exitMs = Number.NaN;
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (promptMs === null && options.prompt && stdout.includes(options.prompt)) {
+        promptMs = performance.now() - started;
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), PROCESS_TIMEOUT_MS);
+    child.on("error", reject);
+    child.on("exit", () => {
+      exitMs = performance.now() - started;
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, pid: child.pid, promptMs, exitMs, stdout, stderr });
+    });
+    child.stdin.on("error", () => {}); // a child that exits first: EPIPE is no news
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+function processFailure(what: string, run: ProcessRun, problem: string): Error {
+  const tail = (text: string) => text.trim().split("\n").slice(-8).join("\n");
+  return new Error(
+    `${what}: ${problem} (exit ${run.code ?? run.signal})\n` +
+      `--- stdout (tail)\n${tail(run.stdout)}\n--- stderr (tail)\n${tail(run.stderr)}`,
+  );
+}
+
+/** A fresh temp folder holding `work/` (the WORKDIR) and the RSS report file. */
+function processTemp(prefix: string): { root: string; workdir: string; rssFile: string } {
+  const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  const workdir = path.join(root, "work");
+  mkdirSync(workdir);
+  return { root, workdir, rssFile: path.join(root, "rss.txt") };
+}
+
+/** `pnpm --filter sNN start` from the repository root, stdin at EOF: ms to prompt, to exit. */
+async function pnpmStart(dir: string): Promise<{ promptMs: number; exitMs: number }> {
+  const id = chapterId(dir);
+  const prompt: number[] = [];
+  const exit: number[] = [];
+  for (let i = 0; i < PNPM_START_RUNS; i++) {
+    const temp = processTemp(`harness-pnpm-${dir}-`);
+    try {
+      const run = await runProcess([...pnpmCommand(), "--filter", id, "start"], {
+        cwd: ROOT,
+        env: childEnv({ ANTHROPIC_BASE_URL: CLOSED_BASE_URL, WORKDIR: temp.workdir }),
+        prompt: `${id} >> `,
+      });
+      const what = `pnpm --filter ${id} start`;
+      if (run.promptMs === null) throw processFailure(what, run, `no "${id} >> " on stdout`);
+      if (run.code !== 0) throw processFailure(what, run, "failed at EOF");
+      prompt.push(run.promptMs);
+      exit.push(run.exitMs);
+    } finally {
+      rmSync(temp.root, { recursive: true, force: true });
+    }
+  }
+  return { promptMs: median(prompt), exitMs: median(exit) };
+}
+
+/** `node --import tsx --import bench-rss.mjs src/main.ts` in the chapter folder; RSS in MiB. */
+async function chapterProcess(
+  dir: string,
+  temp: { workdir: string; rssFile: string },
+  vars: Record<string, string>,
+  input: string,
+): Promise<{ run: ProcessRun; rssMiB: number }> {
+  const id = chapterId(dir);
+  const run = await runProcess(
+    [
+      process.execPath,
+      "--import",
+      "tsx",
+      "--import",
+      pathToFileURL(RSS_PRELOAD).href,
+      "src/main.ts",
+    ],
+    {
+      cwd: path.join(ROOT, "chapters", dir),
+      env: childEnv({ WORKDIR: temp.workdir, BENCH_RSS_FILE: temp.rssFile, ...vars }),
+      input,
+      prompt: `${id} >> `,
+    },
+  );
+  const what = `${id} as a process`;
+  if (run.promptMs === null) throw processFailure(what, run, `no "${id} >> " on stdout`);
+  if (run.code !== 0) throw processFailure(what, run, "did not exit cleanly");
+  const report = existsSync(temp.rssFile) ? readFileSync(temp.rssFile, "utf8") : "";
+  const kib = report
+    .split("\n")
+    .map((line) => line.split(" ").map(Number))
+    .find(([pid]) => pid === run.pid)?.[1];
+  if (kib === undefined) throw processFailure(what, run, `no RSS report in ${temp.rssFile}`);
+  return { run, rssMiB: kib / 1024 };
+}
+
+/** Sizes of the files under a session-log folder, by kind (see shared's createSessionLog). */
+function logSizes(dir: string): ProcessBench["logBytes"] {
+  const sizes = { api: 0, transcript: 0, other: 0 };
+  if (!existsSync(dir)) return sizes;
+  for (const name of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    const stat = statSync(path.join(dir, name));
+    if (!stat.isFile()) continue;
+    const kind = name.endsWith("_api.jsonl")
+      ? "api"
+      : name.endsWith("_transcript.log")
+        ? "transcript"
+        : "other";
+    sizes[kind] += stat.size;
+  }
+  return sizes;
+}
+
+export async function benchProcess(dir: string, rounds = SESSION_ROUNDS): Promise<ProcessBench> {
+  const pnpm = await pnpmStart(dir);
+
+  const startRss: number[] = [];
+  for (let i = 0; i < RSS_START_RUNS; i++) {
+    const temp = processTemp(`harness-rss-${dir}-`);
+    try {
+      const { rssMiB } = await chapterProcess(
+        dir,
+        temp,
+        { ANTHROPIC_BASE_URL: CLOSED_BASE_URL },
+        "",
+      );
+      startRss.push(rssMiB);
+    } finally {
+      rmSync(temp.root, { recursive: true, force: true });
+    }
+  }
+
+  const server = await startFakeServer({ model: benchModel(rounds) });
+  const temp = processTemp(`harness-session-${dir}-`);
+  try {
+    const { run, rssMiB } = await chapterProcess(
+      dir,
+      temp,
+      { ANTHROPIC_BASE_URL: server.url },
+      "run the benchmark\n",
+    );
+    const what = `${chapterId(dir)} session of ${rounds} rounds`;
+    const rejected = server.requests.filter((r) => r.rejected !== null);
+    if (rejected.length > 0)
+      throw processFailure(what, run, `server refused ${rejected[0]!.rejected}`);
+    if (server.requests.length < rounds + 1) {
+      throw processFailure(what, run, `${server.requests.length} requests, expected ${rounds + 1}`);
+    }
+    return {
+      chapter: dir,
+      pnpmPromptMs: pnpm.promptMs,
+      pnpmExitMs: pnpm.exitMs,
+      startRssMiB: median(startRss),
+      sessionRssMiB: rssMiB,
+      logBytes: logSizes(path.join(temp.workdir, ".harness", "logs")),
+      sessionWallMs: run.exitMs,
+    };
+  } finally {
+    await server.close();
+    rmSync(temp.root, { recursive: true, force: true });
+  }
+}
+
+function formatProcesses(results: ProcessBench[]): string {
+  const ms = (n: number) => n.toFixed(0);
+  const mib = (n: number) => n.toFixed(1);
+  const kib = (n: number) => (n / 1024).toFixed(1);
+  const lines = [
+    `The chapter as a process: \`pnpm --filter sNN start\` from the repository root, stdin at EOF ` +
+      `(median of ${PNPM_START_RUNS} runs; ms to the first prompt and to exit). Max RSS (MiB) of ` +
+      `\`node --import tsx src/main.ts\`: at start, stdin at EOF (median of ${RSS_START_RUNS}), and ` +
+      `over a session of ${SESSION_ROUNDS} bash rounds against the fake API; that session's log ` +
+      "under .harness/logs/ (KiB).",
+    "",
+    `| chapter | pnpm start→prompt ms | pnpm start→exit ms | RSS at start MiB | RSS ${SESSION_ROUNDS} rounds MiB | api log KiB | transcript KiB |`,
+    "|---|--:|--:|--:|--:|--:|--:|",
+  ];
+  for (const r of results) {
+    lines.push(
+      `| ${r.chapter} | ${ms(r.pnpmPromptMs)} | ${ms(r.pnpmExitMs)} | ${mib(r.startRssMiB)} | ${mib(r.sessionRssMiB)} | ${kib(r.logBytes.api)} | ${kib(r.logBytes.transcript)} |`,
+    );
+  }
+  const other = results.filter((r) => r.logBytes.other > 0);
+  if (other.length > 0) {
+    lines.push(
+      "",
+      `Other files under .harness/logs/: ${other.map((r) => `${r.chapter} ${kib(r.logBytes.other)} KiB`).join(", ")}.`,
     );
   }
   return lines.join("\n");
@@ -419,6 +725,16 @@ if (isEntry(import.meta.url)) {
     results.push(await benchChapter(dir));
   }
   process.stdout.write(`${format(results)}\n`);
+  const processes: ProcessBench[] = [];
+  for (const dir of dirs) {
+    process.stderr.write(`bench ${dir} as a process ...\n`);
+    const result = await benchProcess(dir);
+    process.stderr.write(
+      `  ${SESSION_ROUNDS}-round session as a process: ${(result.sessionWallMs / 1000).toFixed(2)} s\n`,
+    );
+    processes.push(result);
+  }
+  if (processes.length > 0) process.stdout.write(`\n${formatProcesses(processes)}\n`);
   const long: LongSessionRun[] = [];
   for (const dir of dirs.filter(hasLongSession)) {
     for (const limits of [{}, LOWERED_LIMITS]) {
