@@ -27,6 +27,7 @@ import {
 } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
+import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
@@ -41,7 +42,7 @@ import {
 
 type MessageParam = Anthropic.MessageParam;
 type Request = Anthropic.MessageCreateParams;
-type Limits = CompactModule.CompactLimits;
+type Limits = LayersModule.CompactLimits;
 type ResultContent = Anthropic.ToolResultBlockParam["content"];
 
 const PLACEHOLDER = "[Earlier tool result compacted. Re-run if needed.]";
@@ -307,9 +308,11 @@ const count = (haystack: string, needle: string) => haystack.split(needle).lengt
 
 describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
   let compact: typeof CompactModule;
+  let layers: typeof LayersModule;
   const workdirs: string[] = [];
   beforeAll(async () => {
     compact = await importChapter<typeof CompactModule>(chapter, "compact.ts");
+    layers = await importChapter<typeof LayersModule>(chapter, "compact-layers.ts");
   });
   afterAll(() => {
     for (const dir of workdirs) rmSync(dir, { recursive: true, force: true });
@@ -428,7 +431,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         };
         let limits: Limits;
         try {
-          limits = compact.limitsFromEnv(env);
+          limits = layers.limitsFromEnv(env);
         } catch (error) {
           expect(error).toBeInstanceOf(ConfigError);
           expect(String(error)).toContain("L1_COMPACT_SNIP_KEEP_HEAD");
@@ -595,9 +598,9 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     ];
 
     it("says where a stub the harness wrote is saved", () => {
-      const { compactor } = setup();
+      const { compactor, workdir } = setup();
       const output = `${"q".repeat(3_000)}END`;
-      const stub = compactor.persistOutput("toolu_old", output);
+      const stub = layers.persistOutput(workdir, "toolu_old", output);
       const file = stubPath(stub);
       const out = compactor.micro(oldResult(stub), "main");
       expect(resultAt(out[2])).toBe(`[Earlier tool result saved at ${file}]`);
@@ -611,7 +614,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       const pad = "z".repeat(200);
       const folder = path.join(workdir, ".harness", "tool-results");
       // A real persisted file: only a stub that starts with <persisted-output> may name it.
-      const real = stubPath(compactor.persistOutput("toolu_real", "x".repeat(10)));
+      const real = stubPath(layers.persistOutput(workdir, "toolu_real", "x".repeat(10)));
       writeFileSync(path.join(workdir, "secret.txt"), "secret");
       symlinkSync(path.join(workdir, "secret.txt"), path.join(folder, "link.txt"));
       const stubFor = (file: string) =>
@@ -752,17 +755,17 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     });
 
     it("sanitises the tool_use id into the file name and stays inside tool-results (C4)", () => {
-      const { compactor, workdir } = setup();
+      const { workdir } = setup();
       const output = "o".repeat(40_000);
-      const file = stubPath(compactor.persistOutput("../../escape/id", output));
+      const file = stubPath(layers.persistOutput(workdir, "../../escape/id", output));
       expect(path.dirname(file)).toBe(path.join(workdir, ".harness", "tool-results"));
       expect(path.basename(file)).toMatch(/-\.\._\.\._escape_id\.txt$/);
       expect(readFileSync(file, "utf8")).toHaveLength(40_000);
-      expect(compact.safeId("")).toBe("unknown");
-      expect(compact.safeId("a/b c:d")).toBe("a_b_c_d");
-      expect(compact.safeId("x".repeat(300))).toBe("x".repeat(120));
+      expect(layers.safeId("")).toBe("unknown");
+      expect(layers.safeId("a/b c:d")).toBe("a_b_c_d");
+      expect(layers.safeId("x".repeat(300))).toBe("x".repeat(120));
       // Same id twice: two files, nothing overwritten.
-      const again = stubPath(compactor.persistOutput("../../escape/id", "second"));
+      const again = stubPath(layers.persistOutput(workdir, "../../escape/id", "second"));
       expect(again).not.toBe(file);
       expect(readFileSync(file, "utf8")).toHaveLength(40_000);
     });
@@ -819,7 +822,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     });
 
     it("limitsFromEnv: defaults, names and overrides", () => {
-      expect(compact.limitsFromEnv({})).toEqual({
+      expect(layers.limitsFromEnv({})).toEqual({
         contextLimit: 150_000,
         persistThreshold: 30_000,
         batchBudget: 200_000,
@@ -830,7 +833,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         snipKeepHead: 3,
         summaryInputLimit: 80_000,
       });
-      expect(compact.LIMIT_VARIABLES).toEqual({
+      expect(layers.LIMIT_VARIABLES).toEqual({
         contextLimit: "L4_COMPACT_CONTEXT_LIMIT",
         persistThreshold: "L3_COMPACT_PERSIST_THRESHOLD",
         batchBudget: "L3_COMPACT_TOOL_RESULT_BUDGET",
@@ -841,7 +844,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         snipKeepHead: "L1_COMPACT_SNIP_KEEP_HEAD",
         summaryInputLimit: "L4_COMPACT_SUMMARY_INPUT_LIMIT",
       });
-      expect(compact.PREVIEW_CHARS).toBe(2_000);
+      expect(layers.PREVIEW_CHARS).toBe(2_000);
       const env = {
         L4_COMPACT_CONTEXT_LIMIT: "1000",
         L3_COMPACT_PERSIST_THRESHOLD: "2000",
@@ -853,7 +856,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         L1_COMPACT_SNIP_KEEP_HEAD: "2",
         L4_COMPACT_SUMMARY_INPUT_LIMIT: "4000",
       };
-      expect(compact.limitsFromEnv(env)).toEqual({
+      expect(layers.limitsFromEnv(env)).toEqual({
         contextLimit: 1_000,
         persistThreshold: 2_000,
         batchBudget: 3_000,
@@ -865,7 +868,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         summaryInputLimit: 4_000,
       });
       expect(
-        compact.limitsFromEnv({ L1_COMPACT_SNIP_TARGET_MESSAGES: "5" }).snipTargetMessages,
+        layers.limitsFromEnv({ L1_COMPACT_SNIP_TARGET_MESSAGES: "5" }).snipTargetMessages,
       ).toBe(5);
     });
 
@@ -881,8 +884,8 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       "L4_COMPACT_SUMMARY_INPUT_LIMIT",
     ])("a non-positive-integer %s is a ConfigError naming it", (name) => {
       for (const bad of ["0", "-3", "abc", "1.5", "12k"]) {
-        expect(() => compact.limitsFromEnv({ [name]: bad })).toThrow(ConfigError);
-        expect(() => compact.limitsFromEnv({ [name]: bad })).toThrow(name);
+        expect(() => layers.limitsFromEnv({ [name]: bad })).toThrow(ConfigError);
+        expect(() => layers.limitsFromEnv({ [name]: bad })).toThrow(name);
       }
     });
 
@@ -894,8 +897,8 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         { L1_COMPACT_SNIP_MAX_MESSAGES: "20" },
       ];
       for (const env of cases) {
-        expect(() => compact.limitsFromEnv(env)).toThrow(ConfigError);
-        expect(() => compact.limitsFromEnv(env)).toThrow("L1_COMPACT_SNIP_TARGET_MESSAGES");
+        expect(() => layers.limitsFromEnv(env)).toThrow(ConfigError);
+        expect(() => layers.limitsFromEnv(env)).toThrow("L1_COMPACT_SNIP_TARGET_MESSAGES");
       }
     });
   });

@@ -31,6 +31,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type * as InstructionsModule from "../chapters/s09-memory/src/instructions.ts";
 import type * as LoopModule from "../chapters/s09-memory/src/loop.ts";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
+import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.ts";
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
@@ -162,11 +163,13 @@ const TABS_LINE = "- [User Tabs](user-tabs.md) - prefers tabs over spaces";
 
 describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   let mem: typeof MemoryModule;
+  let learn: typeof ExtractModule;
   let store_: typeof StoreModule;
   let instructions: typeof InstructionsModule;
   let loop: typeof LoopModule;
   beforeAll(async () => {
     mem = await importChapter<typeof MemoryModule>(chapter, "memory.ts");
+    learn = await importChapter<typeof ExtractModule>(chapter, "memory-extract.ts");
     store_ = await importChapter<typeof StoreModule>(chapter, "memory-store.ts");
     instructions = await importChapter<typeof InstructionsModule>(chapter, "instructions.ts");
     loop = await importChapter<typeof LoopModule>(chapter, "loop.ts");
@@ -247,7 +250,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
           ],
         },
       ];
-      expect(mem.dialogueText(messages)).toBe("user: a\nb\nassistant: c\nassistant: d");
+      expect(learn.dialogueText(messages)).toBe("user: a\nb\nassistant: c\nassistant: d");
     });
 
     it("dialogueText leaves out hook context after the typed line, compaction's messages (by their tag) and blank text", () => {
@@ -274,12 +277,12 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         { role: "assistant", content: "   " },
         { role: "assistant", content: [{ type: "text", text: "the reply" }] },
       ];
-      expect(mem.dialogueText(messages)).toBe("user: the typed line\nassistant: the reply");
-      expect(mem.dialogueText([{ role: "user", content: " \n " }])).toBe("");
+      expect(learn.dialogueText(messages)).toBe("user: the typed line\nassistant: the reply");
+      expect(learn.dialogueText([{ role: "user", content: " \n " }])).toBe("");
       // A user who types text that looks like a summary is still the user: no text matching.
-      expect(mem.dialogueText([{ role: "user", content: "[Compacted] is a word I made up" }])).toBe(
-        "user: [Compacted] is a word I made up",
-      );
+      expect(
+        learn.dialogueText([{ role: "user", content: "[Compacted] is a word I made up" }]),
+      ).toBe("user: [Compacted] is a word I made up");
     });
 
     it("dialogueText reads the last 12 messages and keeps the last 8000 characters", () => {
@@ -291,12 +294,12 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         .slice(2)
         .map((m) => `${m.role}: ${m.content}`)
         .join("\n");
-      expect(mem.dialogueText(messages)).toBe(expected);
-      const long = mem.dialogueText([
+      expect(learn.dialogueText(messages)).toBe(expected);
+      const long = learn.dialogueText([
         { role: "user", content: `start ${"x".repeat(9_000)}` },
         { role: "assistant", content: "end" },
       ]);
-      expect(long).toHaveLength(mem.DIALOGUE_CHAR_LIMIT);
+      expect(long).toHaveLength(learn.DIALOGUE_CHAR_LIMIT);
       expect(long.endsWith("x\nassistant: end")).toBe(true);
     });
 
@@ -314,15 +317,15 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
     });
 
     it("extractJsonArray finds the first complete array; prose and brackets in strings do not confuse it (M3)", () => {
-      expect(mem.extractJsonArray("noise [0, 2] later ] bracket")).toEqual([0, 2]);
-      expect(mem.extractJsonArray('[{"a": "]"}]')).toEqual([{ a: "]" }]);
-      expect(mem.extractJsonArray('x [{"a": "[\\"]"}] [9]')).toEqual([{ a: '["]' }]);
-      expect(mem.extractJsonArray("see [note] then [1, 2]")).toEqual([1, 2]);
-      expect(mem.extractJsonArray('a "[" quote then [3]')).toEqual([3]);
-      expect(mem.extractJsonArray("[]")).toEqual([]);
-      expect(mem.extractJsonArray("no array here")).toBeNull();
-      expect(mem.extractJsonArray("[1, 2")).toBeNull();
-      expect(mem.extractJsonArray('{"a": 1}')).toBeNull();
+      expect(learn.extractJsonArray("noise [0, 2] later ] bracket")).toEqual([0, 2]);
+      expect(learn.extractJsonArray('[{"a": "]"}]')).toEqual([{ a: "]" }]);
+      expect(learn.extractJsonArray('x [{"a": "[\\"]"}] [9]')).toEqual([{ a: '["]' }]);
+      expect(learn.extractJsonArray("see [note] then [1, 2]")).toEqual([1, 2]);
+      expect(learn.extractJsonArray('a "[" quote then [3]')).toEqual([3]);
+      expect(learn.extractJsonArray("[]")).toEqual([]);
+      expect(learn.extractJsonArray("no array here")).toBeNull();
+      expect(learn.extractJsonArray("[1, 2")).toBeNull();
+      expect(learn.extractJsonArray('{"a": 1}')).toBeNull();
     });
 
     it("the path guard accepts bare names only and keeps the index out of record access (M4)", () => {
@@ -391,12 +394,12 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
 
     it("storeVerdict keeps a new persistent record and drops current_task ones (M6)", () => {
       const { store } = setup();
-      expect(mem.storeVerdict({ ...TABS, type: "user" }, store)).toBe("store");
-      expect(mem.storeVerdict({ ...TABS, type: "user", scope: "current_task" }, store)).toBe(
+      expect(learn.storeVerdict({ ...TABS, type: "user" }, store)).toBe("store");
+      expect(learn.storeVerdict({ ...TABS, type: "user", scope: "current_task" }, store)).toBe(
         "not persistent",
       );
       const { scope: _scope, ...withoutScope } = TABS;
-      expect(mem.storeVerdict({ ...withoutScope, type: "user" }, store)).toBe("not persistent");
+      expect(learn.storeVerdict({ ...withoutScope, type: "user" }, store)).toBe("not persistent");
     });
 
     it.each([
@@ -406,7 +409,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ["English (session)", { body: "Only in this session: tabs." }, "this session"],
     ])("storeVerdict drops temporary wording (%s) (M6)", (_language, change, marker) => {
       const { store } = setup();
-      expect(mem.storeVerdict({ ...TABS, type: "user", ...change }, store)).toBe(
+      expect(learn.storeVerdict({ ...TABS, type: "user", ...change }, store)).toBe(
         `temporary wording '${marker}'`,
       );
     });
@@ -414,14 +417,14 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
     it("storeVerdict drops a record whose slug file exists, valid or corrupt (M6)", () => {
       const valid = setup();
       valid.store.write({ ...TABS, type: "user", description: "other", body: "other" });
-      expect(mem.storeVerdict({ ...TABS, type: "user" }, valid.store)).toBe(
+      expect(learn.storeVerdict({ ...TABS, type: "user" }, valid.store)).toBe(
         "a record with this name exists",
       );
       const corrupt = setup(undefined, {
         files: { ".harness/memory/user-tabs.md": "---\nname: [unclosed\n---\n\nbody\n" },
       });
       expect(corrupt.store.list()[0]?.corrupt).not.toBeNull();
-      expect(mem.storeVerdict({ ...TABS, type: "user" }, corrupt.store)).toBe(
+      expect(learn.storeVerdict({ ...TABS, type: "user" }, corrupt.store)).toBe(
         "a record with this name exists",
       );
     });
@@ -431,12 +434,12 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       store.write({ name: "Indent", description: "Prefers tabs", type: "user", body: "Use tabs." });
       const base = { name: "Other", type: "user" as const, scope: "persistent" };
       expect(
-        mem.storeVerdict({ ...base, description: " prefers   TABS ", body: "new body" }, store),
+        learn.storeVerdict({ ...base, description: " prefers   TABS ", body: "new body" }, store),
       ).toBe("same description");
-      expect(mem.storeVerdict({ ...base, description: "new", body: "use   TABS." }, store)).toBe(
+      expect(learn.storeVerdict({ ...base, description: "new", body: "use   TABS." }, store)).toBe(
         "same body",
       );
-      expect(mem.storeVerdict({ ...base, description: "new", body: "use spaces" }, store)).toBe(
+      expect(learn.storeVerdict({ ...base, description: "new", body: "use spaces" }, store)).toBe(
         "store",
       );
     });

@@ -9,6 +9,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { SessionLog } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it, vi } from "vitest";
+import type * as FrontmatterModule from "../chapters/s07-skills/src/frontmatter.ts";
 import type * as SkillsModule from "../chapters/s07-skills/src/skills.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
 import {
@@ -61,8 +62,10 @@ function memoryLog(): SessionLog & { sections: string[] } {
 
 describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
   let skills: typeof SkillsModule;
+  let frontmatter: typeof FrontmatterModule;
   beforeAll(async () => {
     skills = await importChapter<typeof SkillsModule>(chapter, "skills.ts");
+    frontmatter = await importChapter<typeof FrontmatterModule>(chapter, "frontmatter.ts");
   });
 
   /** A workspace holding `files`, scanned. */
@@ -78,13 +81,13 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
   describe("parseFrontmatter", () => {
     it("splits meta from the trimmed body and unquotes values", () => {
       expect(
-        skills.parseFrontmatter('---\nname: "quoted"\ndescription: d\n---\n\n# Body\n\n'),
+        frontmatter.parseFrontmatter('---\nname: "quoted"\ndescription: d\n---\n\n# Body\n\n'),
       ).toEqual({ meta: { name: "quoted", description: "d" }, body: "# Body", problem: null });
     });
 
     it("treats text without an opening line of exactly --- as all body, untrimmed", () => {
       for (const text of ["\n# Title\n", "---not frontmatter\n---\n# Body", " ---\n---\n", ""]) {
-        expect(skills.parseFrontmatter(text)).toEqual({ meta: {}, body: text, problem: null });
+        expect(frontmatter.parseFrontmatter(text)).toEqual({ meta: {}, body: text, problem: null });
       }
     });
 
@@ -93,7 +96,7 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
       ["CRLF", "\r\n"],
     ])("keeps an indented --- inside a block scalar (%s)", (_name, eol) => {
       const text = ["---", "description: |", "  before", "  ---", "  after", "---", "# Body", ""];
-      expect(skills.parseFrontmatter(text.join(eol))).toEqual({
+      expect(frontmatter.parseFrontmatter(text.join(eol))).toEqual({
         meta: { description: "before\n---\nafter\n" },
         body: "# Body",
         problem: null,
@@ -101,7 +104,7 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
     });
 
     it("closes only on a whole --- line: a---b stays in the value", () => {
-      expect(skills.parseFrontmatter("---\ndescription: a---b\n---\nBody")).toEqual({
+      expect(frontmatter.parseFrontmatter("---\ndescription: a---b\n---\nBody")).toEqual({
         meta: { description: "a---b" },
         body: "Body",
         problem: null,
@@ -109,14 +112,14 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
     });
 
     it("keeps a later standalone --- in the body", () => {
-      expect(skills.parseFrontmatter("---\nname: x\n---\nintro\n---\nmore\n").body).toBe(
+      expect(frontmatter.parseFrontmatter("---\nname: x\n---\nintro\n---\nmore\n").body).toBe(
         "intro\n---\nmore",
       );
     });
 
     it("closes at the first column-0 --- even right after a block scalar line, as YAML does", () => {
       const text = "---\ndescription: |\n  before\n---\n  after\n---\n# Body\n";
-      expect(skills.parseFrontmatter(text)).toEqual({
+      expect(frontmatter.parseFrontmatter(text)).toEqual({
         meta: { description: "before\n" },
         body: "after\n---\n# Body",
         problem: null,
@@ -125,14 +128,14 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
 
     it("keeps a block scalar's YAML meaning (trailing newline included)", () => {
       const text = "---\ndescription: |\n  First line.\n  Second line.\n---\n";
-      expect(skills.parseFrontmatter(text).meta).toEqual({
+      expect(frontmatter.parseFrontmatter(text).meta).toEqual({
         description: "First line.\nSecond line.\n",
       });
     });
 
     it("reads YAML 1.2's core schema: date-like and yes/no values stay strings", () => {
       const text = "---\ndescription: 2024-01-01\nflag: yes\ncount: 3\n---\n";
-      expect(skills.parseFrontmatter(text).meta).toEqual({
+      expect(frontmatter.parseFrontmatter(text).meta).toEqual({
         description: "2024-01-01",
         flag: "yes",
         count: 3,
@@ -140,17 +143,17 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
     });
 
     it("treats empty or comment-only frontmatter as no metadata, not a problem", () => {
-      expect(skills.parseFrontmatter("---\n---\nBody")).toEqual({
+      expect(frontmatter.parseFrontmatter("---\n---\nBody")).toEqual({
         meta: {},
         body: "Body",
         problem: null,
       });
-      expect(skills.parseFrontmatter("---\n# just a comment\n---\nBody").meta).toEqual({});
+      expect(frontmatter.parseFrontmatter("---\n# just a comment\n---\nBody").meta).toEqual({});
     });
 
     it("reports unterminated frontmatter and keeps the whole text as body", () => {
       const text = "---\nname: x\n# Body\n";
-      expect(skills.parseFrontmatter(text)).toEqual({
+      expect(frontmatter.parseFrontmatter(text)).toEqual({
         meta: null,
         body: text,
         problem: "frontmatter has no closing '---' line",
@@ -162,7 +165,7 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
       ["CRLF", "\r\n"],
     ])("reports invalid YAML with the file's line and column (%s)", (_name, eol) => {
       const text = ["---", "name: ok", "key: [unclosed", "---", "Body after", ""].join(eol);
-      expect(skills.parseFrontmatter(text)).toEqual({
+      expect(frontmatter.parseFrontmatter(text)).toEqual({
         meta: null,
         body: "Body after",
         problem:
@@ -172,18 +175,18 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
     });
 
     it("reports a duplicate key as invalid YAML", () => {
-      expect(skills.parseFrontmatter("---\nname: a\nname: b\n---\n").problem).toBe(
+      expect(frontmatter.parseFrontmatter("---\nname: a\nname: b\n---\n").problem).toBe(
         "frontmatter is not valid YAML (line 3, column 1: Map keys must be unique)",
       );
     });
 
     it("reports frontmatter that is not a mapping", () => {
-      expect(skills.parseFrontmatter("---\n- a\n- b\n---\nBody")).toEqual({
+      expect(frontmatter.parseFrontmatter("---\n- a\n- b\n---\nBody")).toEqual({
         meta: null,
         body: "Body",
         problem: "frontmatter is a list, not a mapping",
       });
-      expect(skills.parseFrontmatter("---\njust words\n---\n").problem).toBe(
+      expect(frontmatter.parseFrontmatter("---\njust words\n---\n").problem).toBe(
         "frontmatter is a string, not a mapping",
       );
     });
@@ -605,7 +608,7 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
       expect(problems).toEqual([]);
       expect(names(found)).toEqual(["agent-builder", "code-review", "mcp-builder", "pdf"]);
       const multiLine = found.filter((skill) => {
-        const meta = skills.parseFrontmatter(skill.text).meta;
+        const meta = frontmatter.parseFrontmatter(skill.text).meta;
         return typeof meta?.description === "string" && meta.description.trim().includes("\n");
       });
       expect(multiLine.length).toBeGreaterThan(0);

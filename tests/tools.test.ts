@@ -30,6 +30,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { chaptersFrom, importChapter } from "./chapters.ts";
 
 type ToolsModule = typeof import("../chapters/s02-tools/src/tools.ts");
+type PathsModule = typeof import("../chapters/s02-tools/src/paths.ts");
 type GuardModule = typeof import("../chapters/s02-tools/src/guard.ts");
 type LoopModule = typeof import("../chapters/s02-tools/src/loop.ts");
 
@@ -96,6 +97,7 @@ function resultsOf(messageParam: Anthropic.MessageParam | undefined) {
 
 describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
   let tools: ToolsModule;
+  let paths: PathsModule;
   let guardModule: GuardModule | null;
   // s02's hard refusal of paths outside WORKDIR (guard.ts) becomes an approval in s03.
   const guarded = chaptersFrom("s02", "workspace refusal").some((c) => c.id === chapter.id);
@@ -105,6 +107,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
 
   beforeAll(async () => {
     tools = await importChapter<ToolsModule>(chapter, "tools.ts");
+    paths = await importChapter<PathsModule>(chapter, "paths.ts");
     guardModule = guarded ? await importChapter<GuardModule>(chapter, "guard.ts") : null;
     loop = await importChapter<LoopModule>(chapter, "loop.ts");
   });
@@ -159,8 +162,8 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
 
   describe("workspace paths (§7.1, §7.2)", () => {
     it("resolves paths against WORKDIR", () => {
-      expect(tools.resolveInWorkspace(workdir, "a/b.txt")).toBe(path.join(workdir, "a", "b.txt"));
-      expect(tools.resolveInWorkspace(workdir, ".")).toBe(workdir);
+      expect(paths.resolveInWorkspace(workdir, "a/b.txt")).toBe(path.join(workdir, "a", "b.txt"));
+      expect(paths.resolveInWorkspace(workdir, ".")).toBe(workdir);
     });
 
     it.runIf(guarded)("refuses .. and absolute paths outside, with the path as given", async () => {
@@ -178,18 +181,18 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
 
     it("does not count a sibling with the same prefix as inside", () => {
-      expect(tools.isInside(`${workdir}2`, workdir)).toBe(false);
-      expect(tools.isInside(path.join(workdir, "x", "y"), workdir)).toBe(true);
-      expect(tools.isInside(workdir, workdir)).toBe(true);
+      expect(paths.isInside(`${workdir}2`, workdir)).toBe(false);
+      expect(paths.isInside(path.join(workdir, "x", "y"), workdir)).toBe(true);
+      expect(paths.isInside(workdir, workdir)).toBe(true);
     });
 
     it("realPathOf resolves the deepest existing ancestor of a new path", () => {
       const outside = tempDir("s02-outside-");
       fs.symlinkSync(outside, path.join(workdir, "out"));
-      expect(tools.realPathOf(path.join(workdir, "new", "f.txt"))).toBe(
+      expect(paths.realPathOf(path.join(workdir, "new", "f.txt"))).toBe(
         path.join(workdir, "new", "f.txt"),
       );
-      expect(tools.realPathOf(path.join(workdir, "out", "new", "f.txt"))).toBe(
+      expect(paths.realPathOf(path.join(workdir, "out", "new", "f.txt"))).toBe(
         path.join(outside, "new", "f.txt"),
       );
     });

@@ -9,7 +9,7 @@
 import type { ToolOutput } from "shared";
 import type { RunContext, ToolCall } from "./loop.ts";
 import type { Mechanism } from "./mechanism.ts";
-import { isInside, resolveInWorkspace } from "./tools.ts";
+import { isInside, resolveInWorkspace } from "./paths.ts";
 
 export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];
 /** A redirection into /dev/, except the harmless sinks, so `2>/dev/null` still runs. */

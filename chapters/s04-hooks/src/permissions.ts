@@ -29,9 +29,9 @@ import type {
 import type { Harness } from "./harness.ts";
 import type { RunContext, ToolCall } from "./loop.ts";
 import type { Mechanism } from "./mechanism.ts";
+import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
 import { loadSettings, type SettingsFile } from "./settings.ts";
 import { commandWord, parseCommand, type Segment } from "./shell-parse.ts";
-import { isInside, realPathOf, resolveInWorkspace } from "./tools.ts";
 
 interface DenyEntry {
   /** How the denial names it. */

@@ -11,7 +11,7 @@
  * workspace before a tool runs (s03 swaps that refusal for an approval). Only `glob` keeps
  * its own filter, because it must never *list* outside paths.
  */
-import { type Dirent, readlinkSync, realpathSync, type Stats } from "node:fs";
+import type { Dirent, Stats } from "node:fs";
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import picomatch from "picomatch";
@@ -19,65 +19,10 @@ import { asObject, invalidInput, type Parsed, type ToolDefinition, type ToolOutp
 import { bashTool } from "./bash.ts";
 import type { Harness } from "./harness.ts";
 import type { Mechanism } from "./mechanism.ts";
+import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
 
 /** `glob` prints at most this many paths, then says how many it left out. */
 export const MAX_GLOB_MATCHES = 1000;
-
-// ---------------------------------------------------------------------------------------
-// Workspace paths: the helpers the gates use to decide what is inside WORKDIR.
-// ---------------------------------------------------------------------------------------
-
-/** The absolute path `p` names, relative to the workspace (`..` normalised, no fs access). */
-export function resolveInWorkspace(workdir: string, p: string): string {
-  return path.resolve(workdir, p);
-}
-
-/** How many symlinks `realPathOf` follows by hand before giving up (a loop). */
-const MAX_LINKS = 40;
-
-/**
- * The real path of `p`, symlinks resolved. For a path that does not exist yet (a new
- * file), the real path of its deepest existing ancestor joined with the rest. A dangling
- * symlink counts as its target, so writing through it cannot leave the workspace.
- */
-export function realPathOf(p: string): string {
-  return realPathFollowing(path.resolve(p), 0);
-}
-
-function realPathFollowing(absolute: string, links: number): string {
-  try {
-    return realpathSync(absolute);
-  } catch {
-    // Missing, a dangling link, or something in the way: resolve it one step at a time.
-  }
-  const parent = path.dirname(absolute);
-  if (parent === absolute || links > MAX_LINKS) return absolute;
-  const realParent = realPathFollowing(parent, links);
-  const link = linkTarget(absolute);
-  if (link === null) return path.join(realParent, path.basename(absolute));
-  return realPathFollowing(path.resolve(realParent, link), links + 1);
-}
-
-/** What the symlink `p` points to, or null when `p` is not a symlink (or is missing). */
-function linkTarget(p: string): string | null {
-  try {
-    return readlinkSync(p);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * True when `child` is `parent` or lies under it, comparing real paths with a separator
- * appended, so `/work2` is not inside `/work`.
- */
-export function isInside(child: string, parent: string): boolean {
-  const realChild = realPathOf(child);
-  const realParent = realPathOf(parent);
-  if (realChild === realParent) return true;
-  const prefix = realParent.endsWith(path.sep) ? realParent : realParent + path.sep;
-  return realChild.startsWith(prefix);
-}
 
 // ---------------------------------------------------------------------------------------
 // Input checks shared by the four tools: one clear message per problem.

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { harnessPath, writeFileAtomic } from "shared";
 import { stringify } from "yaml";
-import { parseFrontmatter } from "./skills.ts";
+import { parseFrontmatter } from "./frontmatter.ts";
 
 export const MEMORY_TYPES = ["user", "feedback", "project", "reference"] as const;
 export type MemoryType = (typeof MEMORY_TYPES)[number];
@@ -44,7 +44,7 @@ export function memorySlug(name: string): string {
 export class MemoryStore {
   readonly dir: string;
 
-  private readonly workdir: string;
+  readonly workdir: string;
 
   constructor(workdir: string) {
     this.workdir = workdir;
