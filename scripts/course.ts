@@ -4,18 +4,21 @@
  *   course diff <a> <b> [--all]     what chapter b adds on top of chapter a
  *   course stats                    Markdown table of every chapter's delta
  *   course sync <file> --from <sNN> carry an edit forward to later chapters
- *   course check                    layout checks and drift detection
+ *   course check                    layout, drift, the shape of each chapter, README excerpts
+ *   course log <api.jsonl> [--request N]
+ *                                   rebuild the requests a session log recorded
  *
  * Chapter N is chapter N-1 plus one mechanism, so most files are copies of the
  * previous chapter's. Everything here is about keeping those copies honest.
- * Node standard library only; every function takes the repo root explicitly
- * so the tests can run it against fixture trees.
+ * Every function takes the repo root explicitly so the tests can run it against
+ * fixture trees.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { readRequests } from "shared";
 
 // ---------------------------------------------------------------------------
 // Errors, colour, output
@@ -678,6 +681,140 @@ function checkDrift(prev: Chapter, chapter: Chapter, next: Chapter): string[] {
   return problems;
 }
 
+/** From this chapter on, a chapter may only add files and edit the files in SHAPE_FREE. */
+export const SHAPE_FROM = 5;
+/** The files every chapter rewrites: its wiring, its prompt list and its demo script. */
+export const SHAPE_FREE = new Set(["src/main.ts", "src/prompt.ts", "src/demo.ts"]);
+/** The table of deliberate edits to an earlier chapter's file: chapter → file → reason. */
+export const EDITS_FILE = "chapters/edits.json";
+
+type EditTable = Record<string, Record<string, string>>;
+
+/** Reads chapters/edits.json (absent: no exceptions); a malformed table is a problem. */
+export function readEdits(root: string): { edits: EditTable; problems: string[] } {
+  const raw = readMaybe(path.join(root, EDITS_FILE));
+  if (raw === null) return { edits: {}, problems: [] };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { edits: {}, problems: [`${EDITS_FILE}: invalid JSON (${why})`] };
+  }
+  const isRecord = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isRecord(value)) {
+    return { edits: {}, problems: [`${EDITS_FILE}: must be an object of chapter ids`] };
+  }
+  const edits: EditTable = {};
+  const problems: string[] = [];
+  for (const [id, files] of Object.entries(value)) {
+    if (id.startsWith("$")) continue; // "$comment" and the like
+    if (!isRecord(files)) {
+      problems.push(`${EDITS_FILE}: "${id}" must map file paths to reasons`);
+      continue;
+    }
+    edits[id] = {};
+    for (const [file, reason] of Object.entries(files)) {
+      if (typeof reason !== "string" || reason.trim() === "") {
+        problems.push(`${EDITS_FILE}: "${id}" → "${file}" needs a reason (a non-empty string)`);
+      } else edits[id][file] = reason;
+    }
+  }
+  return { edits, problems };
+}
+
+/**
+ * The shape rule: from s05 on, a chapter is the previous one plus its new files; every
+ * other code file is the previous chapter's copy, byte for byte, except main.ts, prompt.ts
+ * and demo.ts, and except what the edits table lists with a reason.
+ */
+function checkShape(prev: Chapter, chapter: Chapter, allowed: Record<string, string>): string[] {
+  const problems: string[] = [];
+  const here = new Set(listFiles(chapter.dir));
+  for (const rel of listFiles(prev.dir)) {
+    if (SHAPE_FREE.has(rel)) continue;
+    const file = `chapters/${chapter.folder}/${rel}`;
+    const before = readMaybe(path.join(prev.dir, rel));
+    const after = here.has(rel) ? readMaybe(path.join(chapter.dir, rel)) : null;
+    const same = before !== null && after !== null && before.equals(after);
+    if (allowed[rel] !== undefined) {
+      if (same) {
+        problems.push(
+          `shape: ${EDITS_FILE} lists ${chapter.id} ${rel}, but it is identical to ${prev.id}'s copy — remove the entry`,
+        );
+      }
+      continue;
+    }
+    if (same) continue;
+    problems.push(
+      after === null
+        ? `shape: ${file} is missing, but ${prev.id} has it — a chapter keeps every earlier file (or list it in ${EDITS_FILE} with a reason)`
+        : `shape: ${file} edits ${prev.id}'s copy of an earlier mechanism's file — a chapter adds its own files and changes only main.ts, prompt.ts and demo.ts; carry a fix with course sync, or list the file in ${EDITS_FILE} with a reason`,
+    );
+  }
+  for (const rel of Object.keys(allowed)) {
+    if (!fs.existsSync(path.join(prev.dir, rel))) {
+      problems.push(
+        `shape: ${EDITS_FILE} lists ${chapter.id} ${rel}, which ${prev.id} does not have`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** A code line that stands for lines left out of an excerpt. */
+const ELISION = /^\s*(?:\/\/|#)\s*(?:…|\.\.\.)\s*$/;
+
+/**
+ * README excerpts: a fenced block whose info string names a file of the chapter
+ * (```ts src/loop.ts```) must be that file's text, verbatim; a line holding only `// …`
+ * marks lines left out, and the pieces between such lines must appear in order.
+ */
+function checkExcerpts(chapter: Chapter, readme: string): string[] {
+  const text = readMaybe(path.join(chapter.dir, readme));
+  if (text === null) return [];
+  const problems: string[] = [];
+  const fence = /^```[\w-]*[ \t]+(\S+)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm;
+  const where = `chapters/${chapter.folder}/${readme}`;
+  for (const match of text.toString("utf8").matchAll(fence)) {
+    const rel = match[1] ?? "";
+    if (!/^src\/[\w./-]+\.ts$/.test(rel)) continue;
+    const source = readMaybe(path.join(chapter.dir, rel));
+    const line = text.toString("utf8").slice(0, match.index).split("\n").length;
+    if (source === null) {
+      problems.push(`excerpt: ${where}:${line} quotes ${rel}, which the chapter does not have`);
+      continue;
+    }
+    const lines = source.toString("utf8").split("\n");
+    const pieces: string[][] = [[]];
+    for (const row of (match[2] ?? "").replace(/\n$/, "").split("\n")) {
+      if (ELISION.test(row)) pieces.push([]);
+      else pieces.at(-1)?.push(row);
+    }
+    let from = 0;
+    for (const piece of pieces.filter((p) => p.length > 0)) {
+      const at = findLines(lines, piece, from);
+      if (at === -1) {
+        problems.push(
+          `excerpt: ${where}:${line} is not verbatim ${rel} (from "${piece[0]?.trim()}") — copy it again from the code`,
+        );
+        break;
+      }
+      from = at + piece.length;
+    }
+  }
+  return problems;
+}
+
+/** The index where `piece` starts as consecutive lines of `lines` at or after `from`, or -1. */
+function findLines(lines: string[], piece: string[], from: number): number {
+  for (let i = from; i + piece.length <= lines.length; i++) {
+    if (piece.every((row, k) => lines[i + k] === row)) return i;
+  }
+  return -1;
+}
+
 /** `course check`: one line per problem; empty when the course is consistent. */
 export function checkCourse(root: string): string[] {
   const problems: string[] = [];
@@ -713,6 +850,23 @@ export function checkCourse(root: string): string[] {
     for (const src of ["src/main.ts", "src/demo.ts"]) {
       if (!fs.existsSync(path.join(chapter.dir, src))) problems.push(`${at(src)}: missing`);
     }
+    for (const readme of ["README.md", "README.ja.md"]) {
+      problems.push(...checkExcerpts(chapter, readme));
+    }
+  }
+  const { edits, problems: tableProblems } = readEdits(root);
+  problems.push(...tableProblems);
+  for (const id of Object.keys(edits)) {
+    const chapter = chapters.find((c) => c.id === id);
+    if (chapter === undefined || chapter.num < SHAPE_FROM) {
+      problems.push(`${EDITS_FILE}: "${id}" is not a chapter from s0${SHAPE_FROM} on`);
+    }
+  }
+  for (let i = 1; i < chapters.length; i++) {
+    const prev = chapters[i - 1];
+    const chapter = chapters[i];
+    if (prev === undefined || chapter === undefined || chapter.num < SHAPE_FROM) continue;
+    problems.push(...checkShape(prev, chapter, edits[chapter.id] ?? {}));
   }
   for (let i = 1; i + 1 < chapters.length; i++) {
     const prev = chapters[i - 1];
@@ -723,6 +877,34 @@ export function checkCourse(root: string): string[] {
     }
   }
   return problems;
+}
+
+// ---------------------------------------------------------------------------
+// log
+
+/** `course log`: the requests of a session log, rebuilt (see shared/src/log.ts). */
+export function logCommand(file: string, request?: string): string {
+  const text = readMaybe(path.resolve(file));
+  if (text === null) throw new CourseError(`log: cannot read ${file}`);
+  let requests: ReturnType<typeof readRequests>;
+  try {
+    requests = readRequests(text.toString("utf8"));
+  } catch (err) {
+    throw new CourseError(`log: ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (request === undefined) {
+    const lines = requests.map((r, i) => {
+      const size = Buffer.byteLength(JSON.stringify(r.params));
+      return `${i + 1}\t${r.ts}\t${r.scope}\t${r.params.messages.length} messages\t${size} bytes`;
+    });
+    return `${lines.join("\n")}${lines.length > 0 ? "\n" : ""}`;
+  }
+  const n = Number(request);
+  const found = Number.isInteger(n) ? requests[n - 1] : undefined;
+  if (found === undefined) {
+    throw new CourseError(`log: --request must be 1 to ${requests.length} (got "${request}")`);
+  }
+  return `${JSON.stringify(found.params, null, 2)}\n`;
 }
 
 // ---------------------------------------------------------------------------
@@ -738,7 +920,11 @@ Commands:
                           carry an edit of <file> (relative to the chapter folder,
                           e.g. src/bash.ts) made in sNN forward to later chapters
                           that still hold the old version (old = git HEAD, or --old)
-  check                   verify chapter layout, package.json, READMEs and drift
+  check                   verify chapter layout, package.json, READMEs, drift, the
+                          shape of each chapter (chapters/edits.json) and README excerpts
+  log <api.jsonl> [--request <n>]
+                          rebuild the requests a session log recorded: one line each,
+                          or request n (1-based) in full as JSON
 
 A chapter is its id (s07), its folder name (s07-skills) or its number (7).
 Options: --root <dir>  repo root (default: this repository)   -h, --help  this text
@@ -750,6 +936,7 @@ const OPTIONS = {
   from: { type: "string" },
   old: { type: "string" },
   "dry-run": { type: "boolean" },
+  request: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -758,9 +945,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   stats: ["root"],
   sync: ["root", "from", "old", "dry-run"],
   check: ["root"],
+  log: ["request"],
 };
 
-const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0 };
+const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0, log: 1 };
 
 const parse = (argv: readonly string[]) =>
   parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
@@ -828,6 +1016,9 @@ export function main(argv: readonly string[], io: Io = processIo()): number {
         io.write(formatSync(result, dryRun, io.color));
         return result.entries.some((e) => e.status === "merge") ? 1 : 0;
       }
+      case "log":
+        io.write(logCommand(args[0] ?? "", values.request));
+        return 0;
       default: {
         const problems = checkCourse(root);
         const count = listChapters(root).length;

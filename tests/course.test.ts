@@ -496,6 +496,191 @@ describe("check", () => {
   });
 });
 
+describe("check: the shape of a chapter (from s05 on)", () => {
+  /** s04 … s06: s05 adds todo.ts, s06 adds task.ts; hooks.ts is s04's mechanism file. */
+  const course = (): Record<string, Files> => {
+    const base = { "src/loop.ts": "loop\n", "src/hooks.ts": "hooks v1\n" };
+    return {
+      "s01-a": chapterFiles("s01", { "src/loop.ts": "loop\n" }),
+      "s02-b": chapterFiles("s02", { "src/loop.ts": "loop\n" }),
+      "s03-c": chapterFiles("s03", { "src/loop.ts": "loop\n" }),
+      "s04-hooks": chapterFiles("s04", base),
+      "s05-todo": chapterFiles("s05", { ...base, "src/todo.ts": "todo\n" }),
+      "s06-task": chapterFiles("s06", { ...base, "src/todo.ts": "todo\n", "src/task.ts": "t\n" }),
+    };
+  };
+  const edit = (chapters: Record<string, Files>, folder: string, rel: string, text: string) => {
+    chapters[folder] = { ...chapters[folder], [rel]: text };
+  };
+
+  it("passes when each chapter only adds files and rewrites main.ts, prompt.ts and demo.ts", () => {
+    const chapters = course();
+    edit(chapters, "s05-todo", "src/main.ts", "main with todo\n");
+    edit(chapters, "s06-task", "src/main.ts", "main with todo and task\n");
+    edit(chapters, "s05-todo", "src/prompt.ts", "prompt with todo\n");
+    edit(chapters, "s06-task", "src/prompt.ts", "prompt with todo\n");
+    edit(chapters, "s06-task", "src/demo.ts", "demo of task\n");
+    expect(checkCourse(makeCourse(chapters))).toEqual([]);
+  });
+
+  it("fails when a later chapter edits an earlier mechanism's file", () => {
+    const chapters = course();
+    edit(chapters, "s06-task", "src/hooks.ts", "hooks v1, patched for tasks\n");
+    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    expect(code).toBe(1);
+    expect(out).toContain(
+      "shape: chapters/s06-task/src/hooks.ts edits s05's copy of an earlier mechanism's file",
+    );
+    expect(out).toContain("course check: 1 problem in 6 chapters\n");
+  });
+
+  it("fails when a chapter drops an earlier file, but not before s05", () => {
+    const chapters = course();
+    const { "src/todo.ts": _gone, ...rest } = chapters["s06-task"] ?? {};
+    chapters["s06-task"] = rest;
+    // s02 → s03 may still replace files (s03 replaces guard.ts): not checked.
+    edit(chapters, "s03-c", "src/loop.ts", "loop, changed in s03\n");
+    edit(chapters, "s04-hooks", "src/loop.ts", "loop, changed in s03\n");
+    edit(chapters, "s05-todo", "src/loop.ts", "loop, changed in s03\n");
+    edit(chapters, "s06-task", "src/loop.ts", "loop, changed in s03\n");
+    expect(checkCourse(makeCourse(chapters))).toEqual([
+      "shape: chapters/s06-task/src/todo.ts is missing, but s05 has it — a chapter keeps every earlier file (or list it in chapters/edits.json with a reason)",
+    ]);
+  });
+
+  it("accepts an edit the table lists with a reason, and flags entries that are stale or bad", () => {
+    const chapters = course();
+    edit(chapters, "s06-task", "src/hooks.ts", "hooks v1 + a task event\n");
+    const root = makeCourse(chapters);
+    write(
+      root,
+      "chapters/edits.json",
+      JSON.stringify({ s06: { "src/hooks.ts": "s06 adds the TaskCreated event to the bus" } }),
+    );
+    expect(checkCourse(root)).toEqual([]);
+    write(
+      root,
+      "chapters/edits.json",
+      JSON.stringify({
+        s05: { "src/hooks.ts": "no longer true" },
+        s06: { "src/hooks.ts": "" },
+        s04: { "src/loop.ts": "too early" },
+      }),
+    );
+    expect(checkCourse(root)).toEqual([
+      'chapters/edits.json: "s06" → "src/hooks.ts" needs a reason (a non-empty string)',
+      'chapters/edits.json: "s04" is not a chapter from s05 on',
+      "shape: chapters/edits.json lists s05 src/hooks.ts, but it is identical to s04's copy — remove the entry",
+      "shape: chapters/s06-task/src/hooks.ts edits s05's copy of an earlier mechanism's file — a chapter adds its own files and changes only main.ts, prompt.ts and demo.ts; carry a fix with course sync, or list the file in chapters/edits.json with a reason",
+    ]);
+    write(root, "chapters/edits.json", "{ not json");
+    expect(checkCourse(root)[0]).toMatch(/^chapters\/edits\.json: invalid JSON/);
+  });
+});
+
+describe("check: README excerpts", () => {
+  const source = ["export function add(a, b) {", "  // why: one line", "  return a + b;", "}", ""];
+  const withReadme = (readme: string) =>
+    makeCourse({
+      "s01-a": chapterFiles("s01", { "src/add.ts": source.join("\n"), "README.md": readme }),
+    });
+
+  it("accepts an excerpt that is the file's text, with // … for lines left out", () => {
+    const readme = [
+      "# s01",
+      "```ts src/add.ts",
+      "export function add(a, b) {",
+      "  // why: one line",
+      "```",
+      "",
+      "```ts src/add.ts",
+      "export function add(a, b) {",
+      "// …",
+      "  return a + b;",
+      "```",
+      "```sh",
+      "not checked",
+      "```",
+    ].join("\n");
+    expect(checkCourse(withReadme(readme))).toEqual([]);
+  });
+
+  it("flags an excerpt that no longer matches the code, with the README line", () => {
+    const readme = ["# s01", "", "```ts src/add.ts", "  return a - b;", "```", ""].join("\n");
+    expect(checkCourse(withReadme(readme))).toEqual([
+      'excerpt: chapters/s01-a/README.md:3 is not verbatim src/add.ts (from "return a - b;") — copy it again from the code',
+    ]);
+  });
+
+  it("flags pieces out of order and a quoted file the chapter lacks", () => {
+    const readme = [
+      "```ts src/add.ts",
+      "  return a + b;",
+      "// …",
+      "export function add(a, b) {",
+      "```",
+      "```ts src/gone.ts",
+      "x",
+      "```",
+    ].join("\n");
+    expect(checkCourse(withReadme(readme))).toEqual([
+      'excerpt: chapters/s01-a/README.md:1 is not verbatim src/add.ts (from "export function add(a, b) {") — copy it again from the code',
+      "excerpt: chapters/s01-a/README.md:6 quotes src/gone.ts, which the chapter does not have",
+    ]);
+  });
+});
+
+describe("log", () => {
+  it("lists the requests a session log recorded and prints one in full", () => {
+    const root = makeCourse({});
+    const line = (kind: string, scope: string, data: unknown) =>
+      JSON.stringify({ ts: "2026-12-01T00:00:00.000Z", kind, scope, data });
+    const user = { role: "user", content: "hi" };
+    const reply = { role: "assistant", content: [{ type: "text", text: "yo" }] };
+    write(
+      root,
+      "api.jsonl",
+      [
+        line("system", "main", { digest: "d1", system: "sys" }),
+        line("request", "main", {
+          model: "m",
+          max_tokens: 5,
+          system: "d1",
+          tools: null,
+          count: 1,
+          keep: 0,
+          messages: [user],
+        }),
+        line("response", "main", {}),
+        line("request", "main", {
+          model: "m",
+          max_tokens: 5,
+          system: "d1",
+          tools: null,
+          count: 3,
+          keep: 1,
+          messages: [reply, user],
+        }),
+        "",
+      ].join("\n"),
+    );
+    const file = path.join(root, "api.jsonl");
+    const list = run(["log", file]);
+    expect(list.code).toBe(0);
+    expect(list.out.split("\n")[1]).toMatch(
+      /^2\t2026-12-01T00:00:00.000Z\tmain\t3 messages\t\d+ bytes$/,
+    );
+    const one = run(["log", file, "--request", "2"]);
+    expect(JSON.parse(one.out)).toEqual({
+      model: "m",
+      max_tokens: 5,
+      system: "sys",
+      messages: [user, reply, user],
+    });
+    expect(run(["log", file, "--request", "3"])).toMatchObject({ code: 2 });
+  });
+});
+
 describe("cli", () => {
   it("prints usage for --help (exit 0) and rejects an unknown command (exit 2)", () => {
     const help = run(["--help"]);

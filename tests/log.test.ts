@@ -1,0 +1,72 @@
+/**
+ * The session log records each request by what changed since the previous request of its
+ * scope (shared/src/log.ts). These tests rebuild every request from the log and compare it
+ * with what the fake API actually received, through each chapter's real `main`, with
+ * compaction rewriting the history (s08+) and side calls and a subagent in between.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { readRequests } from "shared";
+import {
+  type MessageRequest,
+  offersTools,
+  reply,
+  type ScriptedAnswer,
+  startFakeServer,
+  text,
+  toolUse,
+} from "shared/testing";
+import { describe, expect, it } from "vitest";
+import { chaptersFrom } from "./chapters.ts";
+import { runChapter, sessionLog } from "./helpers/run.ts";
+
+type Request = Anthropic.MessageCreateParams;
+const ROUNDS = 14;
+
+/** Small compaction limits, so s08+ snips and compacts old results during the run. */
+const SMALL_LIMITS = {
+  L1_COMPACT_SNIP_MAX_MESSAGES: "12",
+  L1_COMPACT_SNIP_TARGET_MESSAGES: "8",
+  L2_COMPACT_KEEP_RECENT: "1",
+};
+
+/** A chapter run against a model that asks for `rounds` bash calls per turn, then answers. */
+async function session(chapter: Parameters<typeof runChapter>[0], rounds: number, bytes: number) {
+  let round = 0;
+  const model = (request: MessageRequest): ScriptedAnswer => {
+    // Side calls (summaries, memory) get a short text; the main loop counts its rounds.
+    if (!offersTools(request)) return reply(text("[]"));
+    round++;
+    if (round % (rounds + 1) === 0) return reply(text(`done at ${round}`));
+    return reply(toolUse("bash", { command: `printf '%0${bytes}d' ${round}` }));
+  };
+  const server = await startFakeServer({ model });
+  try {
+    return await runChapter(chapter, {
+      server,
+      prompts: ["count", "again"],
+      env: SMALL_LIMITS,
+      memoryExtraction: true,
+    });
+  } finally {
+    await server.close();
+  }
+}
+
+describe.each(chaptersFrom("s01"))("$id session log", (chapter) => {
+  it("rebuilds every request the API received, exactly, from what changed between them", async () => {
+    const run = await session(chapter, ROUNDS / 2, 300);
+    const received = run.requests as Request[];
+    expect(received.length).toBeGreaterThanOrEqual(ROUNDS);
+    const rebuilt = readRequests(sessionLog(run.workdir).api).map((entry) => entry.params);
+    expect(rebuilt).toEqual(received);
+  });
+
+  it("writes each message once: the log grows with the session, not with its square", async () => {
+    const logBytes = async (rounds: number) =>
+      Buffer.byteLength(sessionLog((await session(chapter, rounds, 2000)).workdir).api);
+    const small = await logBytes(10);
+    const large = await logBytes(40);
+    // Four times the rounds: about four times the log (a whole request per round would be ~16x).
+    expect(large / small).toBeLessThan(5);
+  });
+});
