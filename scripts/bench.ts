@@ -20,7 +20,7 @@
  *       Messages API (prompt on stdin, then EOF)
  *   api log / transcript = bytes that session left under <WORKDIR>/.harness/logs/
  *
- * From s08 on (context compaction, s08 §0.16 and review R), a second table: a long session of
+ * From s08 on (context compaction), a second table: a long session of
  * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
  * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.

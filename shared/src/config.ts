@@ -1,5 +1,5 @@
 /**
- * Configuration, read once at start-up (DESIGN §3).
+ * Configuration, read once at start-up.
  *
  * `loadDotenv` merges the repository's `.env` under the real environment (real variables
  * win). `loadConfig` turns an environment into a checked `Config`, or throws a

@@ -1,5 +1,5 @@
 /**
- * The offline demo runner (DESIGN §3): a chapter's scripted session runs through the real
+ * The offline demo runner: a chapter's scripted session runs through the real
  * `main`, the real loop and tools and the real SDK client, pointed at the local fake
  * Messages API, in a fresh temporary workspace that is kept afterwards for reading.
  */

@@ -1,5 +1,5 @@
 /**
- * What the loop reports while it works (DESIGN §7.6). The loop never formats terminal
+ * What the loop reports while it works. The loop never formats terminal
  * output: it emits these, and the printer, the session log and the usage meter listen.
  * `scope` names the agent that caused the event: "main", "sub", a teammate's name.
  */

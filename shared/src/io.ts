@@ -1,5 +1,5 @@
 /**
- * What a chapter's `main` is given (DESIGN §4): the process's streams and environment,
+ * What a chapter's `main` is given: the process's streams and environment,
  * or test doubles. Nothing in a chapter reads `process.stdin`/`process.env` directly, so
  * tests drive the real REPL in-process.
  */

@@ -1,5 +1,5 @@
 /**
- * The terminal side of the harness (DESIGN §7.6): renders loop events, one line at a
+ * The terminal side of the harness: renders loop events, one line at a
  * time, each carrying its scope's prefix, and keeps an open prompt intact when a line
  * arrives while the user is typing (background output from later chapters).
  */

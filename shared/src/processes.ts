@@ -1,5 +1,5 @@
 /**
- * Registry of child processes the harness started (DESIGN §7.10). Each child runs in its
+ * Registry of child processes the harness started. Each child runs in its
  * own process group; `killAll` ends every group still alive, and runs on process exit so
  * a quitting REPL leaves nothing behind.
  */

@@ -1,5 +1,5 @@
 /**
- * The one line reader of the process (DESIGN §3 and §7.5).
+ * The one line reader of the process (docs/architecture.md, "Turns and the REPL").
  *
  * Everything the REPL reacts to arrives through one FIFO of events: typed lines now,
  * scheduler, inbox and wake events from later chapters. Lines that arrive while the

@@ -1,5 +1,5 @@
 /**
- * Helpers for the harness's own state under `<WORKDIR>/.harness/` (DESIGN §3, §7.9).
+ * Helpers for the harness's own state under `<WORKDIR>/.harness/`.
  * Mechanisms use these instead of their own file code: the folder is created lazily with a
  * `.gitignore` of `*`, whole files are replaced atomically, journals grow one complete line
  * per write, and a corrupt file is reported with its path and never overwritten.

@@ -1,5 +1,5 @@
 /**
- * Terminal colour (DESIGN §3): only when the stream is a TTY and NO_COLOR is unset;
+ * Terminal colour: only when the stream is a TTY and NO_COLOR is unset;
  * FORCE_COLOR (set and not "0") turns it on anyway.
  */
 import type { Env } from "./config.ts";

@@ -1,5 +1,5 @@
 /**
- * Token accounting (DESIGN §7.7). Every model call, main loop or side call, is added
+ * Token accounting. Every model call, main loop or side call, is added
  * under its scope; after each turn the REPL prints the turn's totals as one dim line.
  */
 export interface UsageNumbers {

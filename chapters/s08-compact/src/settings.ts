@@ -1,5 +1,5 @@
 /**
- * Claude Code-compatible project settings (s03 §0.3, §0.10; DESIGN §3).
+ * Claude Code-compatible project settings.
  *
  * Reads `<WORKDIR>/.claude/settings.json` and then `.claude/settings.local.json` once at
  * start. A file that is missing is simply absent; one that cannot be read or is not a JSON

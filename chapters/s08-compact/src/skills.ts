@@ -176,7 +176,7 @@ function readInside(
 }
 
 /**
- * Name and description, with the fallbacks of s07 §3.2.16–17: the name falls back to the
+ * Name and description, with Claude Code's fallbacks: the name falls back to the
  * folder name; the description to the body's first line (the whole untrimmed text when
  * there is no usable frontmatter). Each fallback is silent to the model but reported.
  */
