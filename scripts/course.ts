@@ -775,10 +775,12 @@ function checkExcerpts(chapter: Chapter, readme: string): string[] {
   const text = readMaybe(path.join(chapter.dir, readme));
   if (text === null) return [];
   const problems: string[] = [];
-  const fence = /^```[\w-]*[ \t]+(\S+)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm;
+  // An indented fence (inside a list item) counts too; its indentation is not part of the code.
+  const fence = /^([ \t]*)```[\w-]*[ \t]+(\S+)[ \t]*\n([\s\S]*?)^\1```[ \t]*$/gm;
   const where = `chapters/${chapter.folder}/${readme}`;
   for (const match of text.toString("utf8").matchAll(fence)) {
-    const rel = match[1] ?? "";
+    const indent = match[1] ?? "";
+    const rel = match[2] ?? "";
     if (!/^src\/[\w./-]+\.ts$/.test(rel)) continue;
     const source = readMaybe(path.join(chapter.dir, rel));
     const line = text.toString("utf8").slice(0, match.index).split("\n").length;
@@ -788,7 +790,8 @@ function checkExcerpts(chapter: Chapter, readme: string): string[] {
     }
     const lines = source.toString("utf8").split("\n");
     const pieces: string[][] = [[]];
-    for (const row of (match[2] ?? "").replace(/\n$/, "").split("\n")) {
+    for (const indented of (match[3] ?? "").replace(/\n$/, "").split("\n")) {
+      const row = indented.startsWith(indent) ? indented.slice(indent.length) : indented;
       if (ELISION.test(row)) pieces.push([]);
       else pieces.at(-1)?.push(row);
     }

@@ -612,6 +612,15 @@ describe("check: README excerpts", () => {
     ]);
   });
 
+  it("checks an indented excerpt (in a list item) without its indentation", () => {
+    const good = ["1. Add:", "", "   ```ts src/add.ts", "     return a + b;", "   ```"];
+    expect(checkCourse(withReadme(good.join("\n")))).toEqual([]);
+    const bad = ["1. Add:", "", "   ```ts src/add.ts", "     return a * b;", "   ```"];
+    expect(checkCourse(withReadme(bad.join("\n")))).toEqual([
+      'excerpt: chapters/s01-a/README.md:3 is not verbatim src/add.ts (from "return a * b;") — copy it again from the code',
+    ]);
+  });
+
   it("flags pieces out of order and a quoted file the chapter lacks", () => {
     const readme = [
       "```ts src/add.ts",

@@ -11,7 +11,8 @@
  *
  * Run it:  pnpm --filter s02 start    (no key configured: the offline demo runs)
  *          pnpm --filter s02 demo
- * New here: tools.ts (read_file, write_file, edit_file, glob), one line in the list below.
+ * New here: tools.ts (read_file, write_file, edit_file, glob) and paths.ts (what "inside
+ * the workspace" means), one line in the list below.
  * Changed from s01: guard.ts also refuses file paths that leave the workspace (real paths,
  * so `..`, absolute paths and symlinks are caught); it learns a call's path from the
  * tool's `target`, so it names no tool. The loop is unchanged: it already dispatched

@@ -8,8 +8,8 @@
  *
  * Run it:  pnpm --filter s07 start    (no key configured: the offline demo runs)
  *          pnpm --filter s07 demo
- * New here: skills.ts (frontmatter parsing, the scan, the catalog, load_skill, /skills),
- * one line in the list below. The skills are scanned once at start; the subagent gets
+ * New here: skills.ts (the scan, the catalog, load_skill, /skills) and frontmatter.ts
+ * (reading a SKILL.md's YAML header), one line in the list below. The skills are scanned once at start; the subagent gets
  * neither the tool nor the catalog.
  */
 import { type MainIO, runIfEntry } from "shared";

@@ -11,8 +11,8 @@
  *
  * Run it:  pnpm --filter s08 start    (no key configured: the offline demo runs)
  *          pnpm --filter s08 demo
- * New here: compact.ts (the layers, the summary, the reactive path, the compact tool,
- * /compact), one line in the list below. The loop is unchanged: compaction plugs into its
+ * New here: compact.ts (the pipeline, the summary, the reactive path, the compact tool,
+ * /compact) and compact-layers.ts (L1–L3), one line in the list below. The loop is unchanged: compaction plugs into its
  * aroundModelCall and afterBatch seams, for the main agent and for subagents.
  */
 import { type MainIO, runIfEntry } from "shared";

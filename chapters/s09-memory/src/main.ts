@@ -9,9 +9,9 @@
  *
  * Run it:  pnpm --filter s09 start    (no key configured: the offline demo runs)
  *          pnpm --filter s09 demo
- * New here: memory.ts (recall, extraction, consolidation, /memory), memory-store.ts (the
- * records and their index) and instructions.ts (CLAUDE.md, AGENTS.md), one line in the
- * list below. The loop is unchanged: extraction reads a per-turn journal filled through
+ * New here: memory.ts (recall, the turn hooks, /memory), memory-extract.ts (extraction and
+ * consolidation), memory-store.ts (the records and their index) and instructions.ts
+ * (CLAUDE.md, AGENTS.md), one line in the list below. The loop is unchanged: extraction reads a per-turn journal filled through
  * its onAppend seam; recall and extraction are the REPL's beforeTurn and afterTurn steps,
  * so the answer is printed before anything is stored.
  */
