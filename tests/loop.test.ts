@@ -16,9 +16,20 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
-import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";
+import { endsWithin, killQuietly, waitForPid, within } from "./helpers/process.ts";
+import {
+  afterTools,
+  lastToolResults,
+  runChapter,
+  sessionLog,
+  tempWorkspace,
+  userSaid,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
+
+/** A command that sleeps 30 s in the background of its shell, its pid in sleep.pid. */
+const SLEEP_30 = "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait";
 
 describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
   it("answers a text-only reply in one request with the system prompt, bash and max_tokens 8000", async () => {
@@ -278,14 +289,16 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
     expect(run.output).toContain("完成しました：你好");
   });
 
-  it("writes the session log under .harness/logs without the API key", async () => {
+  it("writes the session log under .harness/logs with the API key redacted, even from tool output", async () => {
+    const key = "sk-secret-test-key-123";
     const run = await runChapter(chapter, {
       prompts: ["log me"],
       steps: [
-        { reply: reply(toolUse("bash", { command: "echo logged" })) },
+        // The key reaches the tool_use input and the tool result: only redaction keeps it out.
+        { reply: reply(toolUse("bash", { command: `echo logged ${key}` })) },
         { when: afterTools, reply: reply(text("logged it")) },
       ],
-      env: { ANTHROPIC_API_KEY: "sk-secret-test-key-123" },
+      env: { ANTHROPIC_API_KEY: key },
     });
     const { files, api: raw, transcript } = sessionLog(run.workdir);
     expect(files).toHaveLength(2);
@@ -302,11 +315,108 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
       "request",
       "response",
     ]);
+    expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`logged ${key}`);
     expect(transcript).toContain("TOOL RESULT bash");
     expect(transcript).toContain("logged it");
-    expect(raw + transcript).not.toContain("sk-secret-test-key-123");
+    expect(raw.includes(key), "the API key is in *_api.jsonl").toBe(false);
+    expect(transcript.includes(key), "the API key is in *_transcript.log").toBe(false);
+    expect(raw).toContain("logged [redacted]");
+    expect(transcript).toContain("logged [redacted]");
     expect(readFileSync(path.join(run.workdir, ".harness", ".gitignore"), "utf8")).toBe("*\n");
   });
+
+  it("redacts ANTHROPIC_AUTH_TOKEN (no API key set) from both session log files, even from tool output", async () => {
+    const token = "tok-secret-auth-token-456";
+    const run = await runChapter(chapter, {
+      prompts: ["show the token"],
+      steps: [
+        { reply: reply(toolUse("bash", { command: `echo token ${token}` })) },
+        { when: afterTools, reply: reply(text("shown")) },
+      ],
+      env: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: token },
+    });
+    expect(run.received[0]?.headers.authorization).toBe(`Bearer ${token}`);
+    expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`token ${token}`);
+    const { api, transcript } = sessionLog(run.workdir);
+    expect(api.includes(token), "the auth token is in *_api.jsonl").toBe(false);
+    expect(transcript.includes(token), "the auth token is in *_transcript.log").toBe(false);
+    expect(api).toContain("token [redacted]");
+    expect(transcript).toContain("token [redacted]");
+  });
+
+  it("on Ctrl-C during a turn kills the running command, prints Interrupted. and ends the session with 0", async () => {
+    const workdir = tempWorkspace(chapter.id);
+    let interrupt: (() => void) | undefined;
+    const pending = runChapter(chapter, {
+      workdir,
+      prompts: ["wait", "after the interrupt"],
+      onSignal: (handler) => {
+        interrupt = handler;
+      },
+      steps: [
+        { when: userSaid("wait"), reply: reply(toolUse("bash", { command: SLEEP_30 })) },
+        { when: afterTools, reply: reply(text("the command finished")) },
+        { when: userSaid("after the interrupt"), reply: reply(text("still going")) },
+      ],
+    });
+    const pid = await waitForPid(path.join(workdir, "sleep.pid"));
+    try {
+      expect(interrupt).toBeTypeOf("function");
+      interrupt!();
+      const run = await within(pending, 3000);
+      if (run === "still running") throw new Error("main still running 3 s after Ctrl-C");
+      expect(run.code).toBe(0);
+      expect(run.output).toContain("Interrupted.");
+      expect(run.output).not.toContain("the command finished");
+      expect(run.requests).toHaveLength(1);
+      expect(await endsWithin(pid), "the command's sleep still runs").toBe(true);
+    } finally {
+      killQuietly(pid);
+      await pending;
+    }
+  });
+});
+
+// bash.ts reads BASH_TIMEOUT_MS when the chapter starts (here, not in bash.test.ts, so the
+// chapters are loaded once). Each run waits out a 500 ms timeout; the chapters wait side by side.
+describe.concurrent("BASH_TIMEOUT_MS through the chapter", () => {
+  it.for(chaptersFrom("s01"))(
+    "$id takes the bash timeout from BASH_TIMEOUT_MS: 500 ms stops `sleep 5` with Error: Timeout (1s)",
+    async (chapter, { expect }) => {
+      const started = Date.now();
+      const run = await runChapter(chapter, {
+        prompts: ["wait"],
+        env: { BASH_TIMEOUT_MS: "500" },
+        steps: [
+          { reply: reply(toolUse("bash", { command: "sleep 5" })) },
+          { when: afterTools, reply: reply(text("timed out")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]).toMatchObject({
+        content: "Error: Timeout (1s)",
+        is_error: true,
+      });
+      expect(Date.now() - started).toBeLessThan(4000);
+    },
+  );
+});
+
+describe.each(chaptersFrom("s01"))("$id BASH_TIMEOUT_MS validation", (chapter) => {
+  it.each(["abc", "0", "-1", "1.5"])(
+    "rejects BASH_TIMEOUT_MS=%j as a configuration error with status 1, before the REPL starts",
+    async (value) => {
+      const run = await runChapter(chapter, {
+        prompts: ["hi"],
+        env: { BASH_TIMEOUT_MS: value },
+        steps: [{ reply: reply(text("should not be asked")) }],
+      });
+      expect(run.code).toBe(1);
+      expect(run.output).toBe(
+        `${chapter.id}: configuration error: BASH_TIMEOUT_MS must be a positive integer (got '${value}')\n`,
+      );
+      expect(run.received).toHaveLength(0);
+    },
+  );
 });
 
 // The SDK's retry backoff makes this test wait ~2 s; the chapters wait side by side.

@@ -4,7 +4,14 @@
  * Claude Code settings rules and their precedence, approvals on a terminal, and the
  * fail-closed denial without one.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { type LoopEvent, nullLog, type SessionLog, toolMap } from "shared";
@@ -217,6 +224,35 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         reason: `Access outside workspace: ${path.join(outside, "secret.txt")}`,
       });
     });
+
+    it.each(["read_file", "write_file", "edit_file"])(
+      "asks for %s through a symlink to an outside file, and through a dangling symlink pointing outside, naming the real target",
+      (name) => {
+        const ws = tempWorkspace("perm");
+        const outside = tempWorkspace("outside");
+        writeFileSync(path.join(outside, "secret.txt"), "s");
+        symlinkSync(path.join(outside, "secret.txt"), path.join(ws, "file-link"));
+        symlinkSync(path.join(outside, "missing.txt"), path.join(ws, "dangling"));
+        // A relative dangling link, through a second link.
+        symlinkSync(
+          path.relative(ws, path.join(outside, "new.txt")),
+          path.join(ws, "rel-dangling"),
+        );
+        symlinkSync("rel-dangling", path.join(ws, "chain"));
+        expect(decide(file(name, "file-link"), ws)).toEqual({
+          action: "ask",
+          reason: `Access outside workspace: ${path.join(outside, "secret.txt")}`,
+        });
+        expect(decide(file(name, "dangling"), ws)).toEqual({
+          action: "ask",
+          reason: `Access outside workspace: ${path.join(outside, "missing.txt")}`,
+        });
+        expect(decide(file(name, "chain"), ws)).toEqual({
+          action: "ask",
+          reason: `Access outside workspace: ${path.join(outside, "new.txt")}`,
+        });
+      },
+    );
 
     it("always asks before writing under .claude/, even with an allow rule", () => {
       const ws = tempWorkspace("perm");
@@ -484,6 +520,58 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
       expect(run.output).toContain("[blocked] Permission denied by the deny list: 'sudo'");
       expect(run.requests).toHaveLength(4);
     });
+
+    it.each([
+      ["read_file", {}],
+      ["write_file", { content: "WRITTEN THROUGH THE LINK" }],
+      ["edit_file", { old_text: "outside secret", new_text: "EDITED THROUGH THE LINK" }],
+    ] as const)(
+      "denies %s through a symlink to an outside file and through a dangling symlink pointing outside (piped stdin), reading and writing nothing outside",
+      async (name, input) => {
+        const ws = tempWorkspace("links");
+        const outside = tempWorkspace("links-out");
+        const secret = path.join(outside, "secret.txt");
+        const missing = path.join(outside, "missing.txt");
+        writeFileSync(secret, "outside secret");
+        symlinkSync(secret, path.join(ws, "file-link"));
+        symlinkSync(missing, path.join(ws, "dangling"));
+        const run = await runChapter(chapter, {
+          workdir: ws,
+          prompts: ["go"],
+          steps: [
+            {
+              when: userSaid("go"),
+              reply: reply(
+                toolUse(name, { path: "file-link", ...input }, "toolu_link"),
+                toolUse(name, { path: "dangling", ...input }, "toolu_dangling"),
+              ),
+            },
+            { when: afterTools, reply: reply(text("done")) },
+          ],
+        });
+        // Nothing outside was written: the file is as it was, the link target never made.
+        expect(readFileSync(secret, "utf8")).toBe("outside secret");
+        expect(existsSync(missing), `${name} created the dangling link's target`).toBe(false);
+        expect(readdirSync(outside)).toEqual(["secret.txt"]);
+        const denied = (real: string) =>
+          `Permission denied: approval needed (Access outside workspace: ${real}) but stdin is ` +
+          "not a terminal; an allow rule in .claude/settings.json can permit this call.";
+        expect(lastToolResults(run.requests[1]!)).toEqual([
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_link",
+            content: denied(secret),
+            is_error: true,
+          },
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_dangling",
+            content: denied(missing),
+            is_error: true,
+          },
+        ]);
+      },
+    );
 
     it("asks on a terminal: y runs the call outside the workspace, n refuses it", async () => {
       const ws = tempWorkspace("tty");

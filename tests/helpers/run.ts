@@ -89,6 +89,8 @@ export interface RunOptions {
   files?: Record<string, string | Buffer>;
   workdir?: string;
   server?: FakeServer;
+  /** Receives the handler main registers for Ctrl-C (call it to interrupt, as SIGINT would). */
+  onSignal?: (handler: () => void) => void;
 }
 
 export interface RunOutcome {
@@ -121,6 +123,7 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
       argv: [],
       stdin,
       stdout,
+      onSignal: options.onSignal,
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,
