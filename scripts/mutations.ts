@@ -1,0 +1,596 @@
+/**
+ * The breakages `pnpm mutate` applies, one at a time, to a copy of the repository
+ * (scripts/mutate.ts). Each removes one behaviour the course promises; a good suite fails
+ * for every one of them.
+ *
+ * To add one: pick a code line (not a comment: comments get reworded), copy it exactly
+ * into `search` (several lines joined with \n when one line is not unique; it must occur
+ * exactly once in the file), write the broken version in `replace`, say in one line what
+ * behaviour that removes, and list the test files (under tests/) that should catch it.
+ * Then `pnpm mutate <id>`.
+ */
+
+export interface Mutation {
+  /** Unique; by convention `<chapter>-<file>-<what breaks>`. */
+  id: string;
+  /** Repository-relative: `chapters/s09-memory/src/loop.ts` or `shared/src/fake-server.ts`. */
+  file: string;
+  /** Exact text, found exactly once in the file (otherwise the breakage is stale). */
+  search: string;
+  replace: string;
+  /** One line: the behaviour this breakage removes. */
+  description: string;
+  /**
+   * Test files relative to tests/ (`memory.test.ts`, `shared/fake-server.test.ts`); absent
+   * runs the whole suite. For a chapter file only tests whose name holds the chapter id run.
+   */
+  tests?: string[];
+}
+
+const S09 = "chapters/s09-memory/src";
+
+export const MUTATIONS: Mutation[] = [
+  // ---------------------------------------------------------------- s09 loop.ts (the seams)
+  {
+    id: "s09-loop-afterresults-first-only",
+    file: `${S09}/loop.ts`,
+    search: "return extras.flatMap((seams) => seams.afterResults(results, response, run));",
+    replace:
+      "return extras.slice(0, 1).flatMap((seams) => seams.afterResults(results, response, run));",
+    description: "afterResults keeps only the first mechanism's text blocks",
+    tests: ["seams.test.ts", "todo.test.ts"],
+  },
+  {
+    id: "s09-loop-onstop-asks-all",
+    file: `${S09}/loop.ts`,
+    search:
+      "      for (const seams of stops) {\n" +
+      "        const answer = await seams.onStop(messages, response, run);\n" +
+      "        if (answer) return answer;\n" +
+      "      }\n" +
+      "      return null;",
+    replace:
+      "      let first: string | null = null;\n" +
+      "      for (const seams of stops) {\n" +
+      "        const answer = await seams.onStop(messages, response, run);\n" +
+      "        if (answer) first ??= answer;\n" +
+      "      }\n" +
+      "      return first;",
+    description: "onStop does not stop at the first answer: every later mechanism is asked too",
+    tests: ["seams.test.ts", "hooks.test.ts"],
+  },
+  {
+    id: "s09-loop-around-reversed",
+    file: `${S09}/loop.ts`,
+    search: "const chain = around.reduceRight<() => Promise<Message>>(",
+    replace: "const chain = around.reduce<() => Promise<Message>>(",
+    description: "aroundModelCall wrappers nest in reverse order (the last one outermost)",
+    tests: ["seams.test.ts", "compact.test.ts"],
+  },
+  {
+    id: "s09-loop-ends-on-stop-reason",
+    file: `${S09}/loop.ts`,
+    search: "if (calls.length === 0) {",
+    replace: 'if (calls.length === 0 || response.stop_reason === "end_turn") {',
+    description: "the turn ends on stop_reason end_turn although the reply asks for tools",
+    tests: ["loop.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 repl.ts
+  {
+    id: "s09-repl-afterturn-before-print",
+    file: `${S09}/repl.ts`,
+    search:
+      "    printer.line(answer);\n" +
+      "    printer.line();\n" +
+      "    for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);",
+    replace:
+      "    for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);\n" +
+      "    printer.line(answer);\n" +
+      "    printer.line();",
+    description: "afterTurn hooks run before the answer is printed",
+    tests: ["seams.test.ts", "memory.test.ts"],
+  },
+  {
+    id: "s09-repl-ctrl-c-no-abort",
+    file: `${S09}/repl.ts`,
+    search: "    killAll();\n    controller.abort();",
+    replace: "    killAll();",
+    description: "Ctrl-C during a turn kills the command but does not abort the turn",
+    tests: ["loop.test.ts", "subagent.test.ts"],
+  },
+  {
+    id: "s09-repl-error-keeps-turn",
+    file: `${S09}/repl.ts`,
+    search: "      history.splice(0, history.length, ...before);\n",
+    replace: "",
+    description: "an API error leaves the failed turn's messages in the history",
+    tests: ["loop.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 harness.ts, main.ts, prompt.ts
+  {
+    id: "s09-harness-seams-main-role",
+    file: `${S09}/harness.ts`,
+    search: "seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),",
+    replace:
+      'seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role: "main", scope }) ?? []),',
+    description: "every agent's loop seams are made for the main role (a child gets main's seams)",
+    tests: ["subagent.test.ts", "memory.test.ts"],
+  },
+  {
+    id: "s09-harness-auth-token-logged",
+    file: `${S09}/harness.ts`,
+    search: "secrets: [config.apiKey, config.authToken],",
+    replace: "secrets: [config.apiKey],",
+    description: "the session log does not redact ANTHROPIC_AUTH_TOKEN",
+    tests: ["loop.test.ts"],
+  },
+  {
+    id: "s09-main-hooks-before-permissions",
+    file: `${S09}/main.ts`,
+    search: "    permissionsMechanism(harness),\n    hooksMechanism(harness),\n",
+    replace: "    hooksMechanism(harness),\n    permissionsMechanism(harness),\n",
+    description: "PreToolUse hooks run before the permission gates (they see refused calls)",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-prompt-dynamic-not-last",
+    file: `${S09}/prompt.ts`,
+    search: 'return [...stable, ...dynamic].map((section) => section.text).join("\\n\\n");',
+    replace: 'return sections.map((section) => section.text).join("\\n\\n");',
+    description: "dynamic prompt sections (memory) are not moved after the stable ones",
+    tests: ["seams.test.ts", "memory.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 bash.ts, paths.ts, tools.ts
+  {
+    id: "s09-bash-timeout-ignored",
+    file: `${S09}/bash.ts`,
+    search: 'const timer = setTimeout(() => stop("timedOut"), options.timeoutMs);',
+    replace: "const timer = setTimeout(() => {}, options.timeoutMs);",
+    description: "the bash timeout never stops a command",
+    tests: ["bash.test.ts"],
+  },
+  {
+    id: "s09-bash-stream-uncapped",
+    file: `${S09}/bash.ts`,
+    search:
+      "    if (kept >= STREAM_CAP_BYTES) return;\n" +
+      "    const part = chunk.subarray(0, STREAM_CAP_BYTES - kept);",
+    replace: "    const part = chunk;",
+    description: "each stream is kept whole: no 1 MiB cap before decoding",
+    tests: ["bash.test.ts"],
+  },
+  {
+    id: "s09-paths-dangling-link",
+    file: `${S09}/paths.ts`,
+    search: "const link = linkTarget(absolute);",
+    replace: "const link: string | null = null;",
+    description: "a dangling symlink counts as itself, not as where it points",
+    tests: ["permissions.test.ts", "tools.test.ts"],
+  },
+  {
+    id: "s09-paths-prefix-sibling",
+    file: `${S09}/paths.ts`,
+    search: "const prefix = realParent.endsWith(path.sep) ? realParent : realParent + path.sep;",
+    replace: "const prefix = realParent;",
+    description: "a sibling with the same prefix (/work2 for /work) counts as inside",
+    tests: ["tools.test.ts", "permissions.test.ts"],
+  },
+  {
+    id: "s09-tools-glob-lists-outside",
+    file: `${S09}/tools.ts`,
+    search: "    .filter((file) => isInside(path.join(workdir, file), realRoot))\n",
+    replace: "",
+    description: "glob lists file links that point outside the workspace",
+    tests: ["tools.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 permissions.ts, shell-parse.ts, settings.ts
+  {
+    id: "s09-permissions-deny-list-no-sudo",
+    file: `${S09}/permissions.ts`,
+    search: '  { entry: "sudo", hits: (word) => word === "sudo" },\n',
+    replace: "",
+    description: "the deny list loses its sudo entry",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-permissions-allow-any-part",
+    file: `${S09}/permissions.ts`,
+    search: 'if (rule.kind === "allow") return parts.length > 0 && parts.every(one);',
+    replace: 'if (rule.kind === "allow") return parts.some(one);',
+    description: "an allow rule matching one part allows a whole compound command",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-permissions-claude-write-allowed",
+    file: `${S09}/permissions.ts`,
+    search: '  if (settingsWrite) return { action: "ask", reason: settingsWrite };\n',
+    replace: "",
+    description: "writes under .claude/ no longer always ask (an allow rule lets them through)",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-permissions-approve-anything",
+    file: `${S09}/permissions.ts`,
+    search: 'const yes = answer !== null && ["y", "yes"].includes(answer.trim().toLowerCase());',
+    replace: 'const yes = answer !== null && answer.trim().toLowerCase() !== "n";',
+    description: "any answer but n approves at the prompt (not only y or yes)",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-shell-parse-no-substitution",
+    file: `${S09}/shell-parse.ts`,
+    search:
+      "      nested.push(command.slice(i + 2, end));\n" +
+      "      word += command.slice(i, end + 1);",
+    replace: "      word += command.slice(i, end + 1);",
+    description: "the inside of an unquoted $( ) is not read as a command",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-shell-parse-no-wrappers",
+    file: `${S09}/shell-parse.ts`,
+    search:
+      'const WRAPPERS = new Set(["env", "command", "exec", "nohup", "time", "xargs", "builtin"]);',
+    replace: "const WRAPPERS = new Set<string>([]);",
+    description: "wrappers (env, nohup, xargs …) hide the command that follows them",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s09-settings-local-ignored",
+    file: `${S09}/settings.ts`,
+    search:
+      'export const SETTINGS_FILES = [".claude/settings.json", ".claude/settings.local.json"];',
+    replace: 'export const SETTINGS_FILES = [".claude/settings.json"];',
+    description: ".claude/settings.local.json is never read",
+    tests: ["permissions.test.ts", "hooks.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 hooks.ts, command-hooks.ts
+  {
+    id: "s09-hooks-stop-cap-off-by-one",
+    file: `${S09}/hooks.ts`,
+    search: "if (continuations >= MAX_STOP_CONTINUATIONS) {",
+    replace: "if (continuations > MAX_STOP_CONTINUATIONS) {",
+    description: "a Stop hook may force one continuation more than the cap",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-hooks-stop-never-active",
+    file: `${S09}/hooks.ts`,
+    search: "const more = await this.stop(messages, run, continuations > 0);",
+    replace: "const more = await this.stop(messages, run, false);",
+    description: "Stop hooks are never told that a continuation is active",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-hooks-pretooluse-fails-open",
+    file: `${S09}/hooks.ts`,
+    search:
+      '        this.report(run.scope, "PreToolUse", name, "error", text, "error");\n' +
+      "        return { content: text, isError: true };",
+    replace:
+      '        this.report(run.scope, "PreToolUse", name, "error", text, "error");\n' +
+      "        continue;",
+    description: "a PreToolUse hook that throws lets the call through",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-command-hooks-exit-2-passes",
+    file: `${S09}/command-hooks.ts`,
+    search: "if (result.exitCode === 2)",
+    replace: "if (result.exitCode === 3)",
+    description: "a command hook's exit code 2 no longer blocks",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-command-hooks-no-prompt-context",
+    file: `${S09}/command-hooks.ts`,
+    search: '...(stdout && event === "UserPromptSubmit" ? { context: stdout } : {}),',
+    replace: "...{},",
+    description: "a UserPromptSubmit hook's plain stdout is not added to the prompt",
+    tests: ["hooks.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 todo.ts, subagent.ts
+  {
+    id: "s09-todo-reminder-after-2",
+    file: `${S09}/todo.ts`,
+    search: "if (silentRounds < REMIND_AFTER_ROUNDS) return [];",
+    replace: "if (silentRounds < REMIND_AFTER_ROUNDS - 1) return [];",
+    description: "the todo reminder comes after 2 silent rounds instead of 3",
+    tests: ["todo.test.ts"],
+  },
+  {
+    id: "s09-todo-two-in-progress",
+    file: `${S09}/todo.ts`,
+    search: 'if (items.filter((item) => item.status === "in_progress").length > 1) {',
+    replace: 'if (items.filter((item) => item.status === "in_progress").length > 2) {',
+    description: "two todos may be in_progress at once",
+    tests: ["todo.test.ts"],
+  },
+  {
+    id: "s09-subagent-child-gets-task",
+    file: `${S09}/subagent.ts`,
+    search: 'tools: (role) => (role === "main" ? [taskTool(options)] : []),',
+    replace: 'tools: (role) => (role !== "teammate" ? [taskTool(options)] : []),',
+    description: "a subagent gets the task tool (delegation more than one level deep)",
+    tests: ["subagent.test.ts"],
+  },
+  {
+    id: "s09-subagent-signal-dropped",
+    file: `${S09}/subagent.ts`,
+    search: "      maxTurns: MAX_SUB_TURNS,\n      signal,\n",
+    replace: "      maxTurns: MAX_SUB_TURNS,\n",
+    description: "the child loop does not get the turn's abort signal",
+    tests: ["subagent.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 skills.ts, frontmatter.ts
+  {
+    id: "s09-skills-outside-root-read",
+    file: `${S09}/skills.ts`,
+    search: "if (!real.startsWith(realRoot + path.sep)) {",
+    replace: "if (false) {",
+    description: "a SKILL.md that resolves outside its root is loaded",
+    tests: ["skills.test.ts"],
+  },
+  {
+    id: "s09-skills-for-every-role",
+    file: `${S09}/skills.ts`,
+    search: 'const hasSkills = (role: Role) => role === "main" || role === "teammate";',
+    replace: "const hasSkills = (_role: Role) => true;",
+    description: "a subagent gets the skills catalog and load_skill",
+    tests: ["skills.test.ts", "subagent.test.ts"],
+  },
+  {
+    id: "s09-frontmatter-last-delimiter",
+    file: `${S09}/frontmatter.ts`,
+    search:
+      "const close = lines.findIndex((line, index) => index > 0 && withoutCR(line) === DELIMITER);",
+    replace:
+      "const close = lines.findLastIndex((line, index) => index > 0 && withoutCR(line) === DELIMITER);",
+    description: "frontmatter closes at the last --- line, not the first",
+    tests: ["skills.test.ts", "memory.test.ts"],
+  },
+  {
+    id: "s09-frontmatter-crlf",
+    file: `${S09}/frontmatter.ts`,
+    search: 'return line.endsWith("\\r") ? line.slice(0, -1) : line;',
+    replace: "return line;",
+    description: "a CRLF file's frontmatter is not read like an LF one",
+    tests: ["skills.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 compact-layers.ts, compact.ts
+  {
+    id: "s09-compact-snip-orphan-result",
+    file: `${S09}/compact-layers.ts`,
+    search:
+      "  if (tailStart > 0 && hasToolResult(messages[tailStart]) && hasToolUse(messages[tailStart - 1]))\n" +
+      "    tailStart--;\n" +
+      "  if (headEnd >= tailStart) return messages;",
+    replace: "  if (headEnd >= tailStart) return messages;",
+    description: "L1 snip may keep a tool_result whose tool_use it archived",
+    tests: ["compact.test.ts"],
+  },
+  {
+    id: "s09-compact-micro-newest-results",
+    file: `${S09}/compact-layers.ts`,
+    search:
+      'if (m >= lastAssistant || message.role !== "user" || typeof message.content === "string")',
+    replace: 'if (message.role !== "user" || typeof message.content === "string")',
+    description: "L2 micro also compacts the newest results, which the model has not seen",
+    tests: ["compact.test.ts"],
+  },
+  {
+    id: "s09-compact-budget-smallest-first",
+    file: `${S09}/compact-layers.ts`,
+    search:
+      ".sort((a, b) => resultLength(b.block as ToolResult) - resultLength(a.block as ToolResult));",
+    replace:
+      ".sort((a, b) => resultLength(a.block as ToolResult) - resultLength(b.block as ToolResult));",
+    description: "L3 budget persists the smallest results first instead of the largest",
+    tests: ["compact.test.ts"],
+  },
+  {
+    id: "s09-compact-any-error-compacts",
+    file: `${S09}/compact.ts`,
+    search: "          if (!isTooLong(error)) throw error;\n",
+    replace: "",
+    description: "any API error, not only prompt too long, triggers a reactive compaction",
+    tests: ["compact.test.ts"],
+  },
+  {
+    id: "s09-compact-micro-before-budget",
+    file: `${S09}/compact.ts`,
+    search:
+      "    replaceAll(messages, this.budget(messages, run.scope));\n" +
+      "    replaceAll(messages, this.snip(messages, run.scope));\n" +
+      "    replaceAll(messages, this.micro(messages, run.scope));",
+    replace:
+      "    replaceAll(messages, this.micro(messages, run.scope));\n" +
+      "    replaceAll(messages, this.snip(messages, run.scope));\n" +
+      "    replaceAll(messages, this.budget(messages, run.scope));",
+    description: "the layers run L2 before L3 (a persisted result's placeholder loses its path)",
+    tests: ["compact.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s09 memory*.ts, instructions.ts
+  {
+    id: "s09-memory-extract-before-answer",
+    file: `${S09}/memory.ts`,
+    search: "? { onAppend: (message, origin) => journal?.onAppend(message, origin) }",
+    replace:
+      "? {\n" +
+      "            onAppend: (message, origin) => journal?.onAppend(message, origin),\n" +
+      "            onStop: async (_messages, _response, run) => {\n" +
+      "              await journal?.finish(run.signal);\n" +
+      "              journal = null;\n" +
+      "              return null;\n" +
+      "            },\n" +
+      "          }",
+    description: "memory extraction runs at the loop's exit, before the answer is printed",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-recall-uncapped",
+    file: `${S09}/memory.ts`,
+    search: "      if (chosen.length === MAX_RECALLED) break;\n",
+    replace: "",
+    description: "recall takes every record the selection call names, not at most 5",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-temporary-wording-kept",
+    file: `${S09}/memory-extract.ts`,
+    search: "const marker = TEMPORARY_MARKERS.find((m) => text.includes(m));",
+    replace: "const marker = TEMPORARY_MARKERS.find(() => false);",
+    description: "the temporary-wording filter is off: 'for now' facts are stored",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-corrupt-record-overwritten",
+    file: `${S09}/memory-extract.ts`,
+    search: "    if (clash)\n",
+    replace: "    if (clash && false)\n",
+    description: "consolidation may overwrite a record whose frontmatter is corrupt",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-existing-name-overwritten",
+    file: `${S09}/memory-extract.ts`,
+    search: "const slug = memorySlug(record.name);",
+    replace: 'const slug = memorySlug(record.name).concat(".absent");',
+    description: "extraction overwrites an existing record with the same name",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-dialogue-reads-injected",
+    file: `${S09}/memory-extract.ts`,
+    search: '  if (by !== "input" && by !== "model") return "";\n',
+    replace: "",
+    description:
+      "extraction reads what the harness injected (tool results, continuations, summaries)",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-store-path-escape",
+    file: `${S09}/memory-store.ts`,
+    search: "      filename !== path.basename(filename) ||\n",
+    replace: "",
+    description: "the store accepts a file name with a path in it",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-memory-store-index-stale",
+    file: `${S09}/memory-store.ts`,
+    search: "    this.rebuildIndex();\n    return filename;",
+    replace: "    return filename;",
+    description: "writing a record does not rebuild MEMORY.md",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s09-instructions-uncapped",
+    file: `${S09}/instructions.ts`,
+    search: "if (text.length > PROJECT_FILE_LIMIT) {",
+    replace: "if (false) {",
+    description: "CLAUDE.md and AGENTS.md reach the prompt whole, past 20 000 characters",
+    tests: ["memory.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- earlier chapters
+  {
+    id: "s01-repl-ctrl-c-no-abort",
+    file: "chapters/s01-loop/src/repl.ts",
+    search: "    killAll();\n    controller.abort();",
+    replace: "    killAll();",
+    description: "Ctrl-C during a turn kills the command but does not abort the turn",
+    tests: ["loop.test.ts"],
+  },
+  {
+    id: "s01-guard-no-sudo",
+    file: "chapters/s01-loop/src/guard.ts",
+    search: 'export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];',
+    replace: 'export const BLOCK_LIST = ["rm -rf /", "shutdown", "reboot"];',
+    description: "the block list loses sudo",
+    tests: ["guard.test.ts"],
+  },
+  {
+    id: "s02-tools-edit-last-occurrence",
+    file: "chapters/s02-tools/src/tools.ts",
+    search: "const at = file.indexOf(needle);",
+    replace: "const at = file.lastIndexOf(needle);",
+    description: "edit_file replaces the last occurrence instead of the first",
+    tests: ["tools.test.ts"],
+  },
+  {
+    id: "s03-shell-parse-no-eval",
+    file: "chapters/s03-permissions/src/shell-parse.ts",
+    search: '  if (found.word === "eval") return [found.args.join(" ")];\n',
+    replace: "",
+    description: "the script given to eval is not read as a command",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s04-hooks-matcher-unanchored",
+    file: "chapters/s04-hooks/src/hooks.ts",
+    search: ")$`);",
+    replace: ")`);",
+    description: "a hook matcher need only match the start of a tool name (Rea fires for Read)",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s05-paths-dangling-link",
+    file: "chapters/s05-todo/src/paths.ts",
+    search: "const link = linkTarget(absolute);",
+    replace: "const link: string | null = null;",
+    description: "a dangling symlink counts as itself, not as where it points",
+    tests: ["permissions.test.ts", "tools.test.ts"],
+  },
+  {
+    id: "s05-bash-timeout-env-ignored",
+    file: "chapters/s05-todo/src/bash.ts",
+    search: 'positiveIntVar(harness.env, "BASH_TIMEOUT_MS", BASH_TIMEOUT_MS)',
+    replace: "BASH_TIMEOUT_MS",
+    description: "BASH_TIMEOUT_MS is ignored: the timeout is always 120 s",
+    tests: ["bash.test.ts"],
+  },
+  {
+    id: "s06-subagent-signal-dropped",
+    file: "chapters/s06-subagent/src/subagent.ts",
+    search: "      maxTurns: MAX_SUB_TURNS,\n      signal,\n",
+    replace: "      maxTurns: MAX_SUB_TURNS,\n",
+    description: "the child loop does not get the turn's abort signal",
+    tests: ["subagent.test.ts"],
+  },
+  {
+    id: "s07-harness-auth-token-logged",
+    file: "chapters/s07-skills/src/harness.ts",
+    search: "secrets: [config.apiKey, config.authToken],",
+    replace: "secrets: [config.apiKey],",
+    description: "the session log does not redact ANTHROPIC_AUTH_TOKEN",
+    tests: ["loop.test.ts"],
+  },
+  {
+    id: "s08-compact-snip-splits-head-pair",
+    file: "chapters/s08-compact/src/compact-layers.ts",
+    search: "    hasToolResult(messages[headEnd])\n  )\n    headEnd++;",
+    replace: "    hasToolResult(messages[headEnd]) &&\n    false\n  )\n    headEnd++;",
+    description: "L1 snip may cut between a tool_use and its tool_result at the head",
+    tests: ["compact.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- the fake API
+  {
+    id: "shared-fake-server-duplicate-results",
+    file: "shared/src/fake-server.ts",
+    search: "        if (answered.has(id)) {",
+    replace: "        if (false) {",
+    description: "the fake API accepts two tool_result blocks for one tool_use",
+    tests: ["shared/fake-server.test.ts"],
+  },
+];
