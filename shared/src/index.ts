@@ -6,6 +6,7 @@ export * from "./config.ts";
 export * from "./events.ts";
 export * from "./io.ts";
 export * from "./log.ts";
+export * from "./modules.ts";
 export * from "./printer.ts";
 export * from "./processes.ts";
 export * from "./reader.ts";

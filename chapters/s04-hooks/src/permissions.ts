@@ -16,15 +16,15 @@
  */
 import os from "node:os";
 import path from "node:path";
-import picomatch from "picomatch";
-import type {
-  EventSink,
-  LineReader,
-  SessionLog,
-  Tone,
-  ToolMap,
-  ToolOutput,
-  ToolTarget,
+import {
+  type EventSink,
+  type LineReader,
+  onFirstUse,
+  type SessionLog,
+  type Tone,
+  type ToolMap,
+  type ToolOutput,
+  type ToolTarget,
 } from "shared";
 import type { Harness } from "./harness.ts";
 import type { RunContext, ToolCall } from "./loop.ts";
@@ -32,6 +32,9 @@ import type { Mechanism } from "./mechanism.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
 import { loadSettings, type SettingsFile } from "./settings.ts";
 import { commandWord, parseCommand, type Segment } from "./shell-parse.ts";
+
+/** The glob matcher for path rules, loaded when the first path rule is checked. */
+const picomatch = onFirstUse<typeof import("picomatch")>(import.meta.url, "picomatch");
 
 interface DenyEntry {
   /** How the denial names it. */
@@ -371,7 +374,7 @@ function pathRuleMatches(spec: string, realTarget: string, workdir: string): boo
   else if (!spec.replace(/\/$/, "").includes("/")) pattern = path.join(base, "**", spec);
   else pattern = path.join(base, spec);
   if (spec.endsWith("/")) pattern = `${pattern}/**`;
-  return picomatch.isMatch(realTarget, pattern, { dot: true });
+  return picomatch().isMatch(realTarget, pattern, { dot: true });
 }
 
 /** This mechanism's part of the system prompt. */

@@ -4,8 +4,10 @@
  * without one has no metadata; a broken one yields a diagnostic with line and column,
  * never an exception.
  */
-import { asObject } from "shared";
-import { parseDocument } from "yaml";
+import { asObject, onFirstUse } from "shared";
+
+/** The YAML parser, loaded when the first file with frontmatter is read. */
+const yaml = onFirstUse<typeof import("yaml")>(import.meta.url, "yaml");
 
 /** Opens and closes the frontmatter: a line holding exactly this (a trailing CR allowed). */
 const DELIMITER = "---";
@@ -55,7 +57,7 @@ const FIRST_YAML_LINE = 2;
 
 function readYaml(source: string): Omit<Frontmatter, "body"> {
   // YAML 1.2's core schema: `2024-01-01` and `yes` stay strings, as Claude Code reads them.
-  const document = parseDocument(source, {
+  const document = yaml().parseDocument(source, {
     version: "1.2",
     schema: "core",
     prettyErrors: false,

@@ -7,9 +7,11 @@
  */
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
-import { harnessPath, writeFileAtomic } from "shared";
-import { stringify } from "yaml";
+import { harnessPath, onFirstUse, writeFileAtomic } from "shared";
 import { parseFrontmatter } from "./frontmatter.ts";
+
+/** The YAML writer, loaded when the first record is written. */
+const yaml = onFirstUse<typeof import("yaml")>(import.meta.url, "yaml");
 
 export const MEMORY_TYPES = ["user", "feedback", "project", "reference"] as const;
 export type MemoryType = (typeof MEMORY_TYPES)[number];
@@ -128,7 +130,7 @@ export class MemoryStore {
     const checked = validateRecord(record, false);
     if (typeof checked === "string") throw new Error(checked);
     const filename = `${memorySlug(checked.name)}.md`;
-    const front = stringify(
+    const front = yaml().stringify(
       { name: checked.name, description: checked.description, type: checked.type },
       { lineWidth: 0 },
     );

@@ -14,12 +14,21 @@
 import type { Dirent, Stats } from "node:fs";
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import picomatch from "picomatch";
-import { asObject, invalidInput, type Parsed, type ToolDefinition, type ToolOutput } from "shared";
+import {
+  asObject,
+  invalidInput,
+  onFirstUse,
+  type Parsed,
+  type ToolDefinition,
+  type ToolOutput,
+} from "shared";
 import { bashTool } from "./bash.ts";
 import type { Harness } from "./harness.ts";
 import type { Mechanism } from "./mechanism.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
+
+/** The glob matcher, loaded on the first `glob` call. */
+const picomatch = onFirstUse<typeof import("picomatch")>(import.meta.url, "picomatch");
 
 /** `glob` prints at most this many paths, then says how many it left out. */
 export const MAX_GLOB_MATCHES = 1000;
@@ -320,10 +329,10 @@ function workspacePattern(workdir: string, pattern: string): string | null {
 export async function globFiles(workdir: string, pattern: string): Promise<string> {
   const relative = workspacePattern(workdir, pattern);
   if (!relative) return "(no matches)";
-  const isMatch = picomatch(relative, { dot: false });
+  const isMatch = picomatch()(relative, { dot: false });
   // Walk only below the pattern's fixed prefix (`src` for `src/**/*.ts`), unless that
   // prefix holds escapes and is not a plain path.
-  const base = picomatch.scan(relative).base;
+  const base = picomatch().scan(relative).base;
   const start = base.includes("\\") ? "" : base;
   const realRoot = realPathOf(workdir);
   if (start && !isInside(path.join(workdir, start), realRoot)) return "(no matches)";
