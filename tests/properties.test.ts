@@ -818,6 +818,7 @@ const SEGMENTS = [
   "out-dangling",
   "up",
   "sibling",
+  "tricky",
   "work",
   "work2",
   "outside",
@@ -862,10 +863,9 @@ describe.each(PATH_CHAPTERS)("$id path confinement properties", (chapter) => {
       ["work/sibling", path.join(root, "work2")], // a folder whose name extends the workspace's
       ["work/src/lib/back", "../.."], // back to the workspace, from a sub-folder
       ["alias", "work"],
-      // Left out, a known gap: a dangling link whose target has `..` after a link, e.g.
-      // ["work/tricky", `up/../${path.basename(root)}/outside/new.txt`]. realPathOf
-      // resolves a dangling target lexically (work/<root>/outside/new.txt, inside), the
-      // OS physically (root/outside/new.txt): write_file through it runs unasked.
+      // A dangling link whose target has `..` after a link: the system reads it one
+      // segment at a time (up → root, .. → root's parent), so it leads to root/outside.
+      ["work/tricky", `up/../${path.basename(root)}/outside/new.txt`],
     ];
     for (const [link, target] of links) symlinkSync(target, path.join(root, link));
   });

@@ -33,9 +33,28 @@ function realPathFollowing(absolute: string, links: number): string {
   const parent = path.dirname(absolute);
   if (parent === absolute || links > MAX_LINKS) return absolute;
   const realParent = realPathFollowing(parent, links);
-  const link = linkTarget(absolute);
-  if (link === null) return path.join(realParent, path.basename(absolute));
-  return realPathFollowing(path.resolve(realParent, link), links + 1);
+  const here = path.join(realParent, path.basename(absolute));
+  const link = linkTarget(here);
+  if (link === null) return here;
+  return followTarget(path.isAbsolute(link) ? path.sep : realParent, link, links + 1);
+}
+
+/**
+ * Where a link's target leads, read as the system reads it: one segment at a time from
+ * `base`, each link on the way followed before the next `..` is taken. (Resolving the
+ * target as text would turn `up/../x`, with `up` a link, into a path the system never
+ * opens, and a write through such a dangling link could leave the workspace unseen.)
+ */
+function followTarget(base: string, target: string, links: number): string {
+  let current = base;
+  for (const segment of target.split(path.sep)) {
+    if (segment === "" || segment === ".") continue;
+    current =
+      segment === ".."
+        ? path.dirname(current)
+        : realPathFollowing(path.join(current, segment), links);
+  }
+  return current;
 }
 
 /** What the symlink `p` points to, or null when `p` is not a symlink (or is missing). */
