@@ -255,8 +255,8 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         // the workspace's parent, so up/../x is the parent's parent's x), not as text.
         symlinkSync("..", path.join(ws, "up"));
         const parentOfParent = path.dirname(path.dirname(ws));
-        const escape = path.relative(parentOfParent, path.join(outside, "escaped.txt"));
-        symlinkSync(`up/../${escape}`, path.join(ws, "tricky"));
+        const fromAbove = path.relative(parentOfParent, path.join(outside, "escaped.txt"));
+        symlinkSync(`up/../${fromAbove}`, path.join(ws, "tricky"));
         expect(decide(file(name, "tricky"), ws)).toEqual({
           action: "ask",
           reason: `Access outside workspace: ${path.join(outside, "escaped.txt")}`,
