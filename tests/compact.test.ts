@@ -343,6 +343,26 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     const strings = (n: number) =>
       Array.from({ length: n }, (_, i) => (i % 2 === 0 ? user(`m${i}`) : said(`m${i}`)));
 
+    it("never archives the last assistant message or what follows it, even with a one-message tail", () => {
+      // Target 5, head 3: the tail would be one message, the user's reply alone.
+      const limits = { snipMaxMessages: 6, snipTargetMessages: 5, snipKeepHead: 3 };
+      const answered = strings(8); // m0 … m7, the last one an answer
+      answered.push(user("follow-up"));
+      const { compactor } = setup(limits);
+      const out = compactor.snip(answered, "main");
+      expect(out.slice(-2)).toEqual([said("m7"), user("follow-up")]);
+      // The newest batch, unseen by the model, followed by a message of its own.
+      const batch = [
+        ...strings(6),
+        calls("toolu_new"),
+        results([["toolu_new", "fresh"]]),
+        user("<task_notification>done</task_notification>"),
+      ];
+      const kept = compactor.snip(batch, "main");
+      expect(kept.slice(-3)).toEqual(batch.slice(-3));
+      expectValid(kept);
+    });
+
     it("returns the same array at or under the maximum, and writes nothing", () => {
       const { compactor, workdir, notices } = setup({ snipMaxMessages: 10, snipTargetMessages: 6 });
       const history = strings(10);
@@ -677,6 +697,19 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
 
   // -------------------------------------------------------------------------------------
   describe("L3 budget", () => {
+    it("persists the newest batch's large results even when a message follows them", () => {
+      const { compactor } = setup({ persistThreshold: 100 });
+      const history = [
+        user("go"),
+        calls("toolu_big"),
+        results([["toolu_big", "b".repeat(500)]]),
+        user("<task_notification>done</task_notification>"),
+      ];
+      const out = compactor.budget(history, "main");
+      expect(resultAt(out[2])).toMatch(/^<persisted-output>\nFull output: /);
+      expect(out[3]).toEqual(history[3]);
+    });
+
     const batch = (...sizes: number[]) => {
       const ids = sizes.map((_, i) => `toolu_b${i}`);
       return [
@@ -1191,7 +1224,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(batches).toBeGreaterThan(200);
     });
 
-    it("L3 budget: valid, only the newest batch changes, ids and order kept", () => {
+    it("L3 budget: valid, only the newest batch's results change, ids and order kept", () => {
       let acted = 0;
       for (const seed of SEEDS) {
         const { compactor } = setup(GENERATED_LIMITS);
@@ -1199,8 +1232,10 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
         const out = compactor.budget(history, "main");
         expectValid(out);
         expect(out).toHaveLength(history.length);
-        for (const [i, m] of out.slice(0, -1).entries()) expect(m).toBe(history[i]);
-        expect(idsOf(out.at(-1)!)).toEqual(idsOf(history.at(-1)!));
+        // Only the newest batch's results (right after the last reply) may change.
+        const at = history.findLastIndex((m) => m.role === "assistant") + 1;
+        for (const [i, m] of out.entries()) if (i !== at) expect(m).toBe(history[i]);
+        expect(idsOf(out[at]!)).toEqual(idsOf(history[at]!));
         if (out !== history) acted++;
       }
       expect(acted).toBeGreaterThan(3);

@@ -108,6 +108,23 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
       ['eval "sudo ls"', "sudo"],
       ["FOO=1 env -i nohup sudo x", "sudo"],
       ["/usr/bin/sudo ls", "sudo"],
+      // Wrapper options that take a value are skipped with it.
+      ["env -u HOME sudo ls", "sudo"],
+      ["env -C /tmp sudo ls", "sudo"],
+      ["exec -a name sudo ls", "sudo"],
+      ["xargs -I {} sudo rm {}", "sudo"],
+      ["time -o t.txt sudo ls", "sudo"],
+      ["timeout 5s sudo ls", "sudo"],
+      ["timeout -k 1 5 reboot", "reboot"],
+      ["nice -n 10 sudo ls", "sudo"],
+      ["stdbuf -o0 sudo ls", "sudo"],
+      // A `)` inside quotes does not close `$(`.
+      ['echo $(echo ")"; sudo ls)', "sudo"],
+      // `--` before the script of `bash -c`.
+      ["bash -c -- 'sudo ls'", "sudo"],
+      ["rm -rf //", "rm -rf /"],
+      ["rm -Rf /.", "rm -rf /"],
+      ["~/bin/sudo ls", "sudo"],
     ])("denies %j by '%s' without asking, whatever the rules say", (command, entry) => {
       const rules: PermissionsModule.Rule[] = [
         { kind: "allow", text: "Bash(sudo:*)", tool: "Bash", specifier: "sudo:*", file: "x" },

@@ -253,7 +253,9 @@ function removesRoot(args: string[]): boolean {
       force ||= arg.includes("f");
     } else if (!(options && arg.startsWith("--"))) operands.push(arg);
   }
-  return recursive && force && operands.some((op) => op === "/" || op === "/*");
+  // `//`, `/.` and `/./` name the root too.
+  const root = (op: string) => ["/", "/*"].includes(path.posix.normalize(op));
+  return recursive && force && operands.some(root);
 }
 
 /** Gate 2's reason for a command, or null: a deleting command word, chmod 777, > /etc/. */

@@ -110,7 +110,10 @@ export interface LayerContext {
 
 /** L3: the newest batch's large results go to files, replaced by a stub with a preview. */
 export function budget(messages: MessageParam[], context: LayerContext): MessageParam[] {
-  const last = messages.at(-1);
+  // The newest batch's results: the message right after the last reply (a notification
+  // message may follow it).
+  const at = messages.findLastIndex((m) => m.role === "assistant") + 1;
+  const last = messages[at];
   if (last?.role !== "user" || typeof last.content === "string") return messages;
   const { persistThreshold, batchBudget } = context.limits;
   const blocks = [...last.content];
@@ -140,7 +143,7 @@ export function budget(messages: MessageParam[], context: LayerContext): Message
   }
   if (persisted === 0) return messages;
   context.say(`[compact L3] ${persisted} result(s) persisted (${before} → ${sizes()} chars)`);
-  return [...messages.slice(0, -1), { role: "user", content: blocks }];
+  return [...messages.slice(0, at), { role: "user", content: blocks }, ...messages.slice(at + 1)];
 }
 
 /** Writes one output under .harness/tool-results/ and returns the stub that replaces it. */
@@ -175,6 +178,9 @@ export function snip(messages: MessageParam[], context: LayerContext): MessagePa
     headEnd++;
   if (tailStart > 0 && hasToolResult(messages[tailStart]) && hasToolUse(messages[tailStart - 1]))
     tailStart--;
+  // The last reply and what follows it (the newest batch, unseen by the model) always stay.
+  const lastAssistant = messages.findLastIndex((m) => m.role === "assistant");
+  if (lastAssistant !== -1) tailStart = Math.min(tailStart, lastAssistant);
   if (headEnd >= tailStart) return messages;
   const archive = context.archive(messages);
   const removed = tailStart - headEnd;

@@ -21,7 +21,27 @@ export interface Segment {
 
 /** Words skipped before the command word: assignments are handled separately. */
 const RESERVED = new Set(["!", "then", "do", "else", "elif", "if", "while", "until", "{", "}"]);
-const WRAPPERS = new Set(["env", "command", "exec", "nohup", "time", "xargs", "builtin"]);
+
+interface Wrapper {
+  /** Its options that take the next word as their value (`env -u NAME`, `nice -n 10`). */
+  valued: string[];
+  /** Words it takes before the command (`timeout 5s …`: the duration). */
+  positional?: number;
+}
+
+/** Commands that run the command after them. */
+const WRAPPERS = new Map<string, Wrapper>([
+  ["env", { valued: ["-u", "--unset", "-C", "--chdir"] }],
+  ["command", { valued: [] }],
+  ["exec", { valued: ["-a"] }],
+  ["nohup", { valued: [] }],
+  ["time", { valued: ["-f", "--format", "-o", "--output"] }],
+  ["xargs", { valued: ["-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a", "--max-args"] }],
+  ["builtin", { valued: [] }],
+  ["timeout", { valued: ["-k", "--kill-after", "-s", "--signal"], positional: 1 }],
+  ["nice", { valued: ["-n", "--adjustment"] }],
+  ["stdbuf", { valued: ["-i", "-o", "-e"] }],
+]);
 const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh"]);
 
 /** The command word of a segment (after assignments, reserved words and wrappers). */
@@ -31,16 +51,30 @@ export function commandWord(segment: Segment): { word: string; args: string[] } 
   for (;;) {
     const word = words[i];
     if (word === undefined) return null;
+    const wrapper = WRAPPERS.get(word);
     if (RESERVED.has(word) || /^[A-Za-z_]\w*=/.test(word)) i++;
-    else if (WRAPPERS.has(word)) {
-      i++;
-      // A wrapper's own options (`env -i`, `xargs -n 1`) come before the command.
-      while (words[i]?.startsWith("-") || /^\d+$/.test(words[i] ?? "")) i++;
-    } else break;
+    else if (wrapper) i = pastWrapper(words, i + 1, wrapper);
+    else break;
   }
   const word = words[i]!;
-  const name = word.startsWith("/") || word.startsWith(".") ? path.basename(word) : word;
-  return { word: name, args: words.slice(i + 1) };
+  const pathLike = word.startsWith("/") || word.startsWith(".") || word.startsWith("~");
+  return { word: pathLike ? path.basename(word) : word, args: words.slice(i + 1) };
+}
+
+/** The index of the first word after a wrapper's own options and arguments. */
+function pastWrapper(words: string[], from: number, wrapper: Wrapper): number {
+  let i = from;
+  let positional = wrapper.positional ?? 0;
+  for (let next = words[i]; next !== undefined; next = words[i]) {
+    if (next === "--") return i + 1;
+    if (next.startsWith("-")) i += wrapper.valued.includes(next) ? 2 : 1;
+    else if (positional > 0 || /^\d+$/.test(next)) {
+      // A wrapper's own argument (`timeout 5s`), or a bare number (`xargs -n 1`).
+      if (positional > 0) positional--;
+      i++;
+    } else return i;
+  }
+  return i;
 }
 
 /**
@@ -161,7 +195,10 @@ function scriptsIn(segment: Segment): string[] {
   if (found.word === "eval") return [found.args.join(" ")];
   if (!SHELLS.has(found.word)) return [];
   const flag = found.args.findIndex((arg) => /^-[a-z]*c[a-z]*$/.test(arg));
-  const script = flag === -1 ? undefined : found.args[flag + 1];
+  if (flag === -1) return [];
+  // `bash -c -- 'script'`: the `--` only ends the shell's options.
+  const at = found.args[flag + 1] === "--" ? flag + 2 : flag + 1;
+  const script = found.args[at];
   return script === undefined ? [] : [script];
 }
 
@@ -204,6 +241,10 @@ function matchParen(command: string, open: number): number {
     if (c === "'") {
       const close = command.indexOf("'", i + 1);
       i = close === -1 ? command.length : close;
+    } else if (c === '"') {
+      // A `)` inside double quotes closes nothing: skip to the closing quote.
+      i++;
+      while (i < command.length && command[i] !== '"') i += command[i] === "\\" ? 2 : 1;
     } else if (c === "\\") i++;
     else if (c === "(") depth++;
     else if (c === ")" && --depth === 0) return i;
