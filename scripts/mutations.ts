@@ -165,7 +165,7 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-paths-dangling-link",
     file: `${S09}/paths.ts`,
-    search: "const link = linkTarget(absolute);",
+    search: "const link = linkTarget(here);",
     replace: "const link: string | null = null;",
     description: "a dangling symlink counts as itself, not as where it points",
     tests: ["permissions.test.ts", "tools.test.ts"],
@@ -233,9 +233,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-shell-parse-no-wrappers",
     file: `${S09}/shell-parse.ts`,
-    search:
-      'const WRAPPERS = new Set(["env", "command", "exec", "nohup", "time", "xargs", "builtin"]);',
-    replace: "const WRAPPERS = new Set<string>([]);",
+    search: "    else if (wrapper) i = pastWrapper(words, i + 1, wrapper);",
+    replace: "    else if (wrapper) break;",
     description: "wrappers (env, nohup, xargs …) hide the command that follows them",
     tests: ["permissions.test.ts"],
   },
@@ -371,9 +370,8 @@ export const MUTATIONS: Mutation[] = [
     file: `${S09}/compact-layers.ts`,
     search:
       "  if (tailStart > 0 && hasToolResult(messages[tailStart]) && hasToolUse(messages[tailStart - 1]))\n" +
-      "    tailStart--;\n" +
-      "  if (headEnd >= tailStart) return messages;",
-    replace: "  if (headEnd >= tailStart) return messages;",
+      "    tailStart--;\n",
+    replace: "",
     description: "L1 snip may keep a tool_result whose tool_use it archived",
     tests: ["compact.test.ts"],
   },
@@ -503,6 +501,48 @@ export const MUTATIONS: Mutation[] = [
   },
 
   // ---------------------------------------------------------------- earlier chapters
+  // ------------------------------------------------- fixes the property tests led to
+  {
+    id: "s09-paths-target-as-text",
+    file: `${S09}/paths.ts`,
+    search: "return followTarget(path.isAbsolute(link) ? path.sep : realParent, link, links + 1);",
+    replace: "return realPathFollowing(path.resolve(realParent, link), links + 1);",
+    description: "a dangling link's target is resolved as text (up/../x past a link escapes)",
+    tests: ["permissions.test.ts", "properties.test.ts"],
+  },
+  {
+    id: "s09-shell-parse-paren-in-quotes",
+    file: `${S09}/shell-parse.ts`,
+    search:
+      '      while (i < command.length && command[i] !== \'"\') i += command[i] === "\\\\" ? 2 : 1;',
+    replace: "      i--;",
+    description: "a ) inside double quotes closes $( early, hiding the rest of the substitution",
+    tests: ["permissions.test.ts", "properties.test.ts"],
+  },
+  {
+    id: "s09-shell-parse-wrapper-values",
+    file: `${S09}/shell-parse.ts`,
+    search: '    if (next.startsWith("-")) i += wrapper.valued.includes(next) ? 2 : 1;',
+    replace: '    if (next.startsWith("-")) i += 1;',
+    description: "a wrapper option's value (env -u HOME) is taken for the command",
+    tests: ["permissions.test.ts", "properties.test.ts"],
+  },
+  {
+    id: "s09-compact-snip-drops-last-reply",
+    file: `${S09}/compact-layers.ts`,
+    search: "  if (lastAssistant !== -1) tailStart = Math.min(tailStart, lastAssistant);",
+    replace: "",
+    description: "L1 may archive the last reply (and an unseen batch) with a short tail",
+    tests: ["compact.test.ts", "properties.test.ts"],
+  },
+  {
+    id: "s09-compact-budget-last-message-only",
+    file: `${S09}/compact-layers.ts`,
+    search: '  const at = messages.findLastIndex((m) => m.role === "assistant") + 1;',
+    replace: "  const at = messages.length - 1;",
+    description: "L3 misses the newest results when a message follows them",
+    tests: ["compact.test.ts", "properties.test.ts"],
+  },
   {
     id: "s01-repl-ctrl-c-no-abort",
     file: "chapters/s01-loop/src/repl.ts",
@@ -546,7 +586,7 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s05-paths-dangling-link",
     file: "chapters/s05-todo/src/paths.ts",
-    search: "const link = linkTarget(absolute);",
+    search: "const link = linkTarget(here);",
     replace: "const link: string | null = null;",
     description: "a dangling symlink counts as itself, not as where it points",
     tests: ["permissions.test.ts", "tools.test.ts"],

@@ -1,5 +1,5 @@
 /**
- * `bash` and the command runner (s01 §0.10–0.11, DESIGN §6.5), against every chapter.
+ * `bash` and the command runner, against every chapter.
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";

@@ -1,5 +1,5 @@
 /**
- * The chapter table every carry-forward suite reads (DESIGN §4). A mechanism's suite runs
+ * The chapter table every carry-forward suite reads. A mechanism's suite runs
  * against every chapter from the one that introduces it; a chapter that deliberately
  * changes a behaviour says so in `CHANGED` (no silent skips).
  */

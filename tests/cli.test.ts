@@ -1,7 +1,7 @@
 /**
  * End-to-end smoke runs: each chapter started the way a learner starts it,
- * `pnpm --filter sNN start`, prompts piped in, the fake server as ANTHROPIC_BASE_URL
- * (DESIGN §4). A process start costs 1–2 s of CPU here, so each chapter gets one run: the
+ * `pnpm --filter sNN start`, prompts piped in, the fake server as ANTHROPIC_BASE_URL.
+ * A process start costs 1–2 s of CPU here, so each chapter gets one run: the
  * scenario of its own mechanism where it has one, the basic scenario otherwise. Every run
  * also checks what every chapter must do (banner, echoed prompts, exit 0, valid requests,
  * the session log).

@@ -1,5 +1,5 @@
 /**
- * Context compaction (s08 §0, §7), against every chapter from s08: the layers one by one
+ * Context compaction, against every chapter from s08: the layers one by one
  * on a Compactor with small limits (L3 budget, L1 snip, L2 micro, L4 summary, the reactive
  * path), the pair invariants over generated histories (every result is a request the fake
  * server accepts), and the wiring through the chapter: the compact tool, `/compact`, a
@@ -15,7 +15,6 @@ import {
   type MessageParams,
   type ModelClient,
   nullLog,
-  type ToolMap,
 } from "shared";
 import {
   apiError,
@@ -29,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
+import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
   afterTools,
@@ -58,16 +58,8 @@ const SIGNAL = new AbortController().signal;
  * A loop run as compaction sees it: scope, active request, and a system prompt and tools
  * whose size is `overheadChars` (an empty tool list is sent as "[]", 2 characters).
  */
-const run = (request: string, overheadChars = 2) => ({
-  scope: "main",
-  request,
-  system: "s".repeat(Math.max(0, overheadChars - 2)),
-  tools: new Map() as ToolMap,
-  signal: SIGNAL,
-  workdir: "/",
-  role: "main" as const,
-  turn: "user" as const,
-});
+const run = (request: string, overheadChars = 2) =>
+  runContext({ request, system: "s".repeat(Math.max(0, overheadChars - 2)), signal: SIGNAL });
 /** Limits under which no layer acts: each test lowers the ones it exercises. */
 const QUIET: Limits = {
   contextLimit: 100_000_000,
@@ -136,7 +128,7 @@ function idsOf(message: MessageParam): string[] {
 function expectValid(messages: MessageParam[]): void {
   expect(validateMessageRequest({ model: "m", max_tokens: 10, messages })).toBeNull();
 }
-/** The message that replaces a summarised history (s08 §3.5.26), written out here. */
+/** The message that replaces a summarised history, written out here. */
 function compacted(request: string, summary: string, archive: string): string {
   return (
     `[Compacted]\n\nCurrent user request:\n${request}\n\n` +
@@ -406,7 +398,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(transcripts(workdir)).toHaveLength(2);
     });
 
-    it("keeps a tool_use/tool_result pair at the head boundary together (C16)", () => {
+    it("keeps a tool_use/tool_result pair at the head boundary together", () => {
       const { compactor } = setup({ snipMaxMessages: 10, snipTargetMessages: 6 });
       const history = [
         user("go"),
@@ -425,7 +417,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expectValid(out);
     });
 
-    it("pulls the tail back one message so it never starts with a tool_result (C9-style)", () => {
+    it("pulls the tail back one message so it never starts with a tool_result", () => {
       const { compactor } = setup({ snipMaxMessages: 10, snipTargetMessages: 6 });
       const history = [
         ...strings(9),
@@ -504,7 +496,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       results([["toolu_5", long("unseen")]]),
     ];
 
-    it("compacts only seen results before the last 3 (C2)", () => {
+    it("compacts only seen results before the last 3", () => {
       const { compactor, notices } = setup();
       const history = fiveRounds();
       const copy = structuredClone(history);
@@ -547,7 +539,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(resultAt(out[6])).toBe("c".repeat(500));
     });
 
-    it("keeps the unseen latest batch and a trailing notification untouched (C12)", () => {
+    it("keeps the unseen latest batch and a trailing notification untouched", () => {
       const { compactor } = setup();
       const history = [
         user("go"),
@@ -578,7 +570,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expectValid(out);
     });
 
-    it("compacts a 4-result batch once an assistant message follows it (C13)", () => {
+    it("compacts a 4-result batch once an assistant message follows it", () => {
       const { compactor } = setup();
       const history = [
         user("go"),
@@ -725,7 +717,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       ];
     };
 
-    it("returns the same array when nothing is over the threshold and the batch fits (C3)", () => {
+    it("returns the same array when nothing is over the threshold and the batch fits", () => {
       const { compactor, workdir, notices } = setup({
         persistThreshold: 3_000,
         batchBudget: 10_000,
@@ -787,7 +779,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(contents.reduce((sum, c) => sum + c.length, 0)).toBeLessThanOrEqual(20_000);
     });
 
-    it("sanitises the tool_use id into the file name and stays inside tool-results (C4)", () => {
+    it("sanitises the tool_use id into the file name and stays inside tool-results", () => {
       const { workdir } = setup();
       const output = "o".repeat(40_000);
       const file = stubPath(layers.persistOutput(workdir, "../../escape/id", output));
@@ -938,7 +930,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
 
   // -------------------------------------------------------------------------------------
   describe("L4 summary", () => {
-    it("writes the summary message exactly, the summary JSON-quoted (C17)", () => {
+    it("writes the summary message exactly, the summary JSON-quoted", () => {
       const built = compact.summaryMessage("fix the bug", 'said "hi"\nthen left', "/w/t.jsonl");
       expect(built).toEqual({
         role: "user",
@@ -956,7 +948,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(compact.summaryInput(json, 101)).toBe(`${"h".repeat(25)}${MIDDLE}${"t".repeat(76)}`);
     });
 
-    it("an empty reply becomes (empty summary) (C6)", async () => {
+    it("an empty reply becomes (empty summary)", async () => {
       for (const answer of ["", "   \n "]) {
         const { compactor, workdir } = setup({}, answer);
         const history = [user("first"), said("reply"), user("second")];
@@ -1054,7 +1046,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(only).toEqual([user("x".repeat(500))]);
     });
 
-    it("runs L3 before L2, so a persisted result's placeholder keeps its path (C14)", async () => {
+    it("runs L3 before L2, so a persisted result's placeholder keeps its path", async () => {
       const { compactor } = setup({ persistThreshold: 5_000 });
       const history: MessageParam[] = [user("go"), calls("toolu_big")];
       history.push(results([["toolu_big", "B".repeat(250_000)]]));
@@ -1075,7 +1067,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
     const alternating = (n: number) =>
       Array.from({ length: n }, (_, i) => (i % 2 === 0 ? user(`m${i}`) : said(`m${i}`)));
 
-    it("a short history becomes one summary message of all of it (C7)", async () => {
+    it("a short history becomes one summary message of all of it", async () => {
       const { compactor, summaries, workdir, notices } = setup();
       const history = [user("old text here"), said("old answer")];
       const copy = structuredClone(history);
@@ -1087,7 +1079,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(notices()[0]).toMatch(/^\[compact reactive\] 3 messages summarized, 0 kept \(/);
     });
 
-    it("a long history keeps the last 5 word for word after the summary (C10)", async () => {
+    it("a long history keeps the last 5 word for word after the summary", async () => {
       const { compactor, summaries, workdir } = setup();
       const history = alternating(9);
       const copy = structuredClone(history);
@@ -1101,7 +1093,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expectValid(history);
     });
 
-    it("pulls the tail back one message when it would start with a tool_result (C9, C11)", async () => {
+    it("pulls the tail back one message when it would start with a tool_result", async () => {
       const { compactor, summaries, notices } = setup();
       const history = [
         user("m0"),
@@ -1160,7 +1152,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(summaries).toHaveLength(1);
     });
 
-    it("allows one reactive compaction per model call: after a success the next too-long compacts again (C15)", async () => {
+    it("allows one reactive compaction per model call: after a success the next too-long compacts again", async () => {
       const { compactor, summaries } = setup();
       const seams = compactor.loopSeams();
       const history = alternating(9);
@@ -1341,7 +1333,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
 
   // -------------------------------------------------------------------------------------
   describe("through the chapter", () => {
-    it("bash + compact in one batch: exact ack, bash result summarised, one summary message (C8, C18)", async () => {
+    it("bash + compact in one batch: exact ack, bash result summarised, one summary message", async () => {
       const run = await runChapter(chapter, {
         prompts: ["tidy up"],
         steps: [

@@ -7,8 +7,8 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s01-loop/src/bash.ts";
 import type * as GuardModule from "../chapters/s01-loop/src/guard.ts";
-import type * as LoopModule from "../chapters/s01-loop/src/loop.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
+import { runContext } from "./helpers/context.ts";
 import { afterTools, lastToolResults, runChapter } from "./helpers/run.ts";
 
 describe.each(chaptersFrom("s01", "block list"))("$id block list", (chapter) => {
@@ -18,16 +18,7 @@ describe.each(chaptersFrom("s01", "block list"))("$id block list", (chapter) => 
     guard = await importChapter<typeof GuardModule>(chapter, "guard.ts");
     bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
   });
-  const run = (): LoopModule.RunContext => ({
-    workdir: "/tmp",
-    signal: new AbortController().signal,
-    scope: "main",
-    role: "main",
-    turn: "user",
-    request: "",
-    system: "",
-    tools: toolMap([bash.bashTool({ timeoutMs: 1000 })]),
-  });
+  const run = () => runContext({ tools: toolMap([bash.bashTool({ timeoutMs: 1000 })]) });
   const check = (command: string) =>
     guard.guard({ id: "t", name: "bash", input: { command } }, run());
 

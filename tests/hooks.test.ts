@@ -14,6 +14,7 @@ import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
 import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
 import type * as ToolsModule from "../chapters/s04-hooks/src/tools.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
+import { runContext } from "./helpers/context.ts";
 import { isAlive } from "./helpers/process.ts";
 import {
   afterTools,
@@ -64,16 +65,10 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       emit: (event) => events.push(event),
       log,
     });
-    const context = {
+    const context = runContext({
       workdir,
-      scope: "main",
-      signal: new AbortController().signal,
-      role: "main" as const,
-      turn: "user" as const,
-      request: "",
-      system: "",
       tools: toolMap(tools.baseTools({ timeoutMs: 5000 })),
-    };
+    });
     const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).filter(Boolean);
     return { bus: instance, context, printed, workdir };
   }

@@ -1,6 +1,6 @@
 /**
  * The agent loop and the REPL, through each chapter's real `main` against the fake API.
- * Runs against every chapter from s01 (DESIGN §4 carry-forward).
+ * Runs against every chapter from s01.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -16,20 +16,19 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
-import { endsWithin, killQuietly, waitForPid, within } from "./helpers/process.ts";
 import {
   afterTools,
+  interruptDuringSleep,
   lastToolResults,
   runChapter,
+  SLEEP_30,
   sessionLog,
-  tempWorkspace,
   userSaid,
 } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 
 /** A command that sleeps 30 s in the background of its shell, its pid in sleep.pid. */
-const SLEEP_30 = "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait";
 
 describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
   it("answers a text-only reply in one request with the system prompt, bash and max_tokens 8000", async () => {
@@ -345,35 +344,19 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
   });
 
   it("on Ctrl-C during a turn kills the running command, prints Interrupted. and ends the session with 0", async () => {
-    const workdir = tempWorkspace(chapter.id);
-    let interrupt: (() => void) | undefined;
-    const pending = runChapter(chapter, {
-      workdir,
+    const { run, sleepEnded } = await interruptDuringSleep(chapter, {
       prompts: ["wait", "after the interrupt"],
-      onSignal: (handler) => {
-        interrupt = handler;
-      },
       steps: [
         { when: userSaid("wait"), reply: reply(toolUse("bash", { command: SLEEP_30 })) },
         { when: afterTools, reply: reply(text("the command finished")) },
         { when: userSaid("after the interrupt"), reply: reply(text("still going")) },
       ],
     });
-    const pid = await waitForPid(path.join(workdir, "sleep.pid"));
-    try {
-      expect(interrupt).toBeTypeOf("function");
-      interrupt!();
-      const run = await within(pending, 3000);
-      if (run === "still running") throw new Error("main still running 3 s after Ctrl-C");
-      expect(run.code).toBe(0);
-      expect(run.output).toContain("Interrupted.");
-      expect(run.output).not.toContain("the command finished");
-      expect(run.requests).toHaveLength(1);
-      expect(await endsWithin(pid), "the command's sleep still runs").toBe(true);
-    } finally {
-      killQuietly(pid);
-      await pending;
-    }
+    expect(run.code).toBe(0);
+    expect(run.output).toContain("Interrupted.");
+    expect(run.output).not.toContain("the command finished");
+    expect(run.requests).toHaveLength(1);
+    expect(sleepEnded, "the command's sleep still runs").toBe(true);
   });
 });
 

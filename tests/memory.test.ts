@@ -1,5 +1,5 @@
 /**
- * Memory (s09 §0, R, §7 M1–M19), against every chapter from s09: the record store and its
+ * Memory, against every chapter from s09: the record store and its
  * index, recall (selection call, keyword fallback, budget), the prompt sections (memory,
  * CLAUDE.md / AGENTS.md), extraction with its filters and per-turn journal, consolidation
  * with its rollback, and the wiring through the chapter: `/memory`, two runs sharing one
@@ -224,8 +224,8 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   }
 
   // -------------------------------------------------------------------------------------
-  describe("text helpers, slugs, JSON arrays, the path guard (M1–M4)", () => {
-    it("dialogueText renders string and text-block content as `role: text` lines (M1)", () => {
+  describe("text helpers, slugs, JSON arrays, the path guard", () => {
+    it("dialogueText renders string and text-block content as `role: text` lines", () => {
       const messages: MessageParam[] = [
         { role: "user", content: "a\nb" },
         {
@@ -312,11 +312,11 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ["  Hello,  World!  ", "hello-world"],
       ["__snake_case__", "snake_case"],
       ["Déjà Vu 2", "déjà-vu-2"],
-    ])("memorySlug(%j) is %j (M2)", (name, slug) => {
+    ])("memorySlug(%j) is %j", (name, slug) => {
       expect(store_.memorySlug(name)).toBe(slug);
     });
 
-    it("extractJsonArray finds the first complete array; prose and brackets in strings do not confuse it (M3)", () => {
+    it("extractJsonArray finds the first complete array; prose and brackets in strings do not confuse it", () => {
       expect(learn.extractJsonArray("noise [0, 2] later ] bracket")).toEqual([0, 2]);
       expect(learn.extractJsonArray('[{"a": "]"}]')).toEqual([{ a: "]" }]);
       expect(learn.extractJsonArray('x [{"a": "[\\"]"}] [9]')).toEqual([{ a: '["]' }]);
@@ -328,7 +328,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(learn.extractJsonArray('{"a": 1}')).toBeNull();
     });
 
-    it("the path guard accepts bare names only and keeps the index out of record access (M4)", () => {
+    it("the path guard accepts bare names only and keeps the index out of record access", () => {
       const { store, workdir, dir } = setup();
       expect(store.dir).toBe(path.join(workdir, ".harness", "memory"));
       expect(store.pathOf("a.md")).toBe(path.join(dir, "a.md"));
@@ -349,7 +349,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   });
 
   // -------------------------------------------------------------------------------------
-  describe("validation and the storage gate (M5, M6)", () => {
+  describe("validation and the storage gate", () => {
     it("validateRecord trims a valid candidate and keeps its scope", () => {
       expect(
         store_.validateRecord(
@@ -379,11 +379,11 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       [{ ...good, scope: undefined }, "scope must be persistent or current_task"],
       [{ ...good, scope: "" }, "scope must be persistent or current_task"],
       [{ ...good, scope: "forever" }, "scope must be persistent or current_task"],
-    ])("validateRecord(%j, scope required) is %j (M5)", (value, problem) => {
+    ])("validateRecord(%j, scope required) is %j", (value, problem) => {
       expect(store_.validateRecord(value, true)).toBe(problem);
     });
 
-    it("the scope is required for extraction only (M5)", () => {
+    it("the scope is required for extraction only", () => {
       const noScope = { name: "A", description: "d", type: "project", body: "b" };
       expect(store_.validateRecord(noScope, true)).toBe("scope must be persistent or current_task");
       expect(store_.validateRecord(noScope, false)).toEqual(noScope);
@@ -392,7 +392,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       );
     });
 
-    it("storeVerdict keeps a new persistent record and drops current_task ones (M6)", () => {
+    it("storeVerdict keeps a new persistent record and drops current_task ones", () => {
       const { store } = setup();
       expect(learn.storeVerdict({ ...TABS, type: "user" }, store)).toBe("store");
       expect(learn.storeVerdict({ ...TABS, type: "user", scope: "current_task" }, store)).toBe(
@@ -407,14 +407,14 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ["Chinese", { description: "暂时使用制表符" }, "暂时"],
       ["Japanese", { name: "今回だけタブ" }, "今回だけ"],
       ["English (session)", { body: "Only in this session: tabs." }, "this session"],
-    ])("storeVerdict drops temporary wording (%s) (M6)", (_language, change, marker) => {
+    ])("storeVerdict drops temporary wording (%s)", (_language, change, marker) => {
       const { store } = setup();
       expect(learn.storeVerdict({ ...TABS, type: "user", ...change }, store)).toBe(
         `temporary wording '${marker}'`,
       );
     });
 
-    it("storeVerdict drops a record whose slug file exists, valid or corrupt (M6)", () => {
+    it("storeVerdict drops a record whose slug file exists, valid or corrupt", () => {
       const valid = setup();
       valid.store.write({ ...TABS, type: "user", description: "other", body: "other" });
       expect(learn.storeVerdict({ ...TABS, type: "user" }, valid.store)).toBe(
@@ -429,7 +429,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       );
     });
 
-    it("storeVerdict drops the same normalised description or body under another name (M6)", () => {
+    it("storeVerdict drops the same normalised description or body under another name", () => {
       const { store } = setup();
       store.write({ name: "Indent", description: "Prefers tabs", type: "user", body: "Use tabs." });
       const base = { name: "Other", type: "user" as const, scope: "persistent" };
@@ -446,7 +446,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   });
 
   // -------------------------------------------------------------------------------------
-  describe("the store (M7, M19)", () => {
+  describe("the store", () => {
     it("writes <slug>.md with name, description, type, a blank line and the body, then the index", () => {
       const { store, dir } = setup();
       expect(
@@ -530,7 +530,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       );
     });
 
-    it("skips a folder named x.md, other files and the index itself (M19)", () => {
+    it("skips a folder named x.md, other files and the index itself", () => {
       const { store, dir, workdir } = setup(undefined, {
         files: {
           ".harness/memory/notes.txt": "not a record",
@@ -570,7 +570,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   });
 
   // -------------------------------------------------------------------------------------
-  describe("recall (M8–M10, M14–M16)", () => {
+  describe("recall", () => {
     const DB = recordText(
       "Database Config",
       "where the postgres settings live",
@@ -583,7 +583,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ".harness/memory/ui-theme.md": UI,
     };
 
-    it("a [0] reply recalls the first record's whole file as {source, content} JSON (M8, M10)", async () => {
+    it("a [0] reply recalls the first record's whole file as {source, content} JSON", async () => {
       const { memory, calls, notices } = setup(() => "[0]", { files: twoRecords });
       const recalled = await memory.recall("which database do we use?");
       expect(recalled).toEqual({
@@ -607,7 +607,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(notices()).toEqual(["[memory] recalled: database-config.md"]);
     });
 
-    it("through the real client: no tools, no system prompt, its own usage scope (M8)", async () => {
+    it("through the real client: no tools, no system prompt, its own usage scope", async () => {
       const workdir = tempWorkspace("memory");
       writeFiles(workdir, twoRecords);
       const model = new ScriptedModel([
@@ -643,7 +643,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       }
     });
 
-    it("falls back to keywords when the selection call throws (M8)", async () => {
+    it("falls back to keywords when the selection call throws", async () => {
       const { memory, notices } = setup(fails(), { files: twoRecords });
       const recalled = await memory.recall("Which DATABASE config?");
       expect(recalled.files).toEqual(["database-config.md"]);
@@ -668,7 +668,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(empty.notices()).toEqual([]);
     });
 
-    it("makes no call without records or without a query (M8)", async () => {
+    it("makes no call without records or without a query", async () => {
       const none = setup(() => "[0]");
       expect(await none.memory.recall("anything")).toEqual({ text: "", files: [], by: null });
       expect(none.calls).toHaveLength(0);
@@ -677,7 +677,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(blank.calls).toHaveLength(0);
     });
 
-    it("keyword selection: more shared words first, ties by filename, short words ignored, at most 5 (M8)", async () => {
+    it("keyword selection: more shared words first, ties by filename, short words ignored, at most 5", async () => {
       const { store, memory } = setup(fails(), {
         files: {
           ".harness/memory/beta.md": recordText("Beta", "tabs rule", "user", "b"),
@@ -712,7 +712,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect((await many.memory.recall("nothing matches")).files).toEqual([]);
     });
 
-    it("keyword selection matches a CJK query (M15)", async () => {
+    it("keyword selection matches a CJK query", async () => {
       const { memory } = setup(fails(), {
         files: {
           ".harness/memory/db.md": recordText("DB", "数据库配置在 config/db.yml", "project", "d"),
@@ -722,7 +722,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect((await memory.recall("数据库配置")).files).toEqual(["db.md"]);
     });
 
-    it("keeps integer indices in range, once each, in reply order (M16)", async () => {
+    it("keeps integer indices in range, once each, in reply order", async () => {
       const { memory } = setup(() => '[5, 0, 0, "1", 99, true]', { files: twoRecords });
       expect((await memory.recall("anything")).files).toEqual(["database-config.md"]);
       const more = setup(() => "[-1, 0.5, 1, 0, 1]", { files: twoRecords });
@@ -744,7 +744,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       ]);
     });
 
-    it("stays within 20 000 characters: the second of two 15 000-char records is cut, a third skipped (M14)", async () => {
+    it("stays within 20 000 characters: the second of two 15 000-char records is cut, a third skipped", async () => {
       const big = (letter: string) => {
         const head = `---\nname: Big ${letter}\ndescription: big ${letter}\ntype: project\n---\n\n`;
         return `${head}${letter.repeat(15_000 - head.length - 1)}\n`;
@@ -788,7 +788,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
 
   // -------------------------------------------------------------------------------------
   describe("prompt sections", () => {
-    it("the Memory section: guidance always, the catalog only when the index is non-empty, records only when recalled (M9)", async () => {
+    it("the Memory section: guidance always, the catalog only when the index is non-empty, records only when recalled", async () => {
       const empty = setup();
       expect(empty.memory.memorySection({ text: "", files: [], by: null })).toEqual({
         id: "memory",
@@ -862,7 +862,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   });
 
   // -------------------------------------------------------------------------------------
-  describe("extraction (M11)", () => {
+  describe("extraction", () => {
     const dialogue: MessageParam[] = [
       { role: "user", content: "I prefer tabs. Remember that." },
       { role: "assistant", content: [{ type: "text", text: "Noted." }] },
@@ -1037,7 +1037,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   });
 
   // -------------------------------------------------------------------------------------
-  describe("consolidation (M12, M18)", () => {
+  describe("consolidation", () => {
     const MERGED = {
       name: "merged",
       type: "project",
@@ -1054,7 +1054,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(calls).toHaveLength(0);
     });
 
-    it("at 10 records replaces the store with the merged result (M12)", async () => {
+    it("at 10 records replaces the store with the merged result", async () => {
       const { memory, store, dir, calls, notices } = setup(
         () => `Merged:\n${JSON.stringify([MERGED])}\nThat is all.`,
       );
@@ -1119,7 +1119,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
           ]),
         "empty or duplicate records",
       ],
-    ])("leaves every file byte-identical when %s (M12)", async (_case, answer, why) => {
+    ])("leaves every file byte-identical when %s", async (_case, answer, why) => {
       const { memory, store, dir, notices } = setup(answer);
       seed(store, 10);
       const before = filesIn(dir);
@@ -1177,7 +1177,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       );
     });
 
-    it("restores every file and the index byte-for-byte when a write fails midway (M18)", async () => {
+    it("restores every file and the index byte-for-byte when a write fails midway", async () => {
       const { memory, store, dir, notices } = setup(() =>
         JSON.stringify([
           { name: "Fact 00", type: "user", description: "rewritten", body: "rewritten" },
@@ -1195,7 +1195,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(notices().at(-1)).toMatch(/^\[memory\] consolidation skipped: .*blocked\.md/);
     });
 
-    it("restores removed records when a removal fails midway (M18)", async () => {
+    it("restores removed records when a removal fails midway", async () => {
       const { memory, store, dir, notices } = setup(() => JSON.stringify([MERGED]));
       seed(store, 10);
       const before = filesIn(dir);
@@ -1217,7 +1217,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   describe("through the chapter", () => {
     const TABS_REPLY = JSON.stringify([TABS]);
 
-    it("a turn with a tool call ends with one extraction call that stores nothing; nine tools (M13)", async () => {
+    it("a turn with a tool call ends with one extraction call that stores nothing; nine tools", async () => {
       const run = await runChapter(chapter, {
         memoryExtraction: true,
         prompts: ["list the files"],
@@ -1248,6 +1248,23 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(existsSync(path.join(run.workdir, MEMORY_DIR))).toBe(false);
       expect(run.output).toMatch(/\[usage\] .*\(3 calls; memory-extract: 1\)/);
       expect(sessionLog(run.workdir).api).toContain('"kind":"request","scope":"memory-extract"');
+    });
+
+    it("prints the answer first, then what memory stored, then the usage line", async () => {
+      const run = await runChapter(chapter, {
+        memoryExtraction: true,
+        prompts: ["I prefer tabs."],
+        steps: [
+          { when: isMain, reply: reply(text("Noted: tabs.")) },
+          { when: (r) => !isMain(r), reply: reply(text(TABS_REPLY)) },
+        ],
+      });
+      const answer = run.output.indexOf("Noted: tabs.");
+      const stored = run.output.indexOf("[memory] stored 1 record(s): User Tabs");
+      const usage = run.output.indexOf("[usage]");
+      expect(answer).toBeGreaterThan(-1);
+      expect(stored).toBeGreaterThan(answer);
+      expect(usage).toBeGreaterThan(stored);
     });
 
     it("puts CLAUDE.md and AGENTS.md in the main and the subagent prompt; Memory only in the main one", async () => {
@@ -1487,7 +1504,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(slash.received).toHaveLength(0);
     });
 
-    it("after a mid-turn compaction, extraction still sees the typed line and the final reply (M17)", async () => {
+    it("after a mid-turn compaction, extraction still sees the typed line and the final reply", async () => {
       const line = "Please check the greeting files.";
       const run = await runChapter(chapter, {
         memoryExtraction: true,

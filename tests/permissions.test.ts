@@ -1,5 +1,5 @@
 /**
- * The permission pipeline (s03 §0, §7), against every chapter from s03: the deny list and
+ * The permission pipeline, against every chapter from s03: the deny list and
  * the destructive-command rule at command position, the workspace rule on real paths,
  * Claude Code settings rules and their precedence, approvals on a terminal, and the
  * fail-closed denial without one.
@@ -21,6 +21,7 @@ import type * as PermissionsModule from "../chapters/s03-permissions/src/permiss
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
 import type * as ToolsModule from "../chapters/s03-permissions/src/tools.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
+import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
   type Capture,
@@ -448,16 +449,7 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         log,
       });
       const run = (call: ReturnType<typeof bash>) =>
-        check(call, {
-          workdir,
-          signal: new AbortController().signal,
-          scope: "main",
-          role: "main",
-          turn: "user",
-          request: "",
-          system: "",
-          tools: toolsMap(),
-        });
+        check(call, runContext({ workdir, tools: toolsMap() }));
       const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).join("\n");
       return { run, asked, printed, records };
     }

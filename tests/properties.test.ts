@@ -35,6 +35,7 @@ import type * as ToolsModule from "../chapters/s03-permissions/src/tools.ts";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
 import { type Chapter, chaptersFrom, importChapter } from "./chapters.ts";
+import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import { tempWorkspace } from "./helpers/run.ts";
 
@@ -198,23 +199,10 @@ const limitsArb = fc
     return { ...rest, snipTargetMessages, snipMaxMessages: snipTargetMessages + slack };
   });
 
-const LIMIT_VARIABLES: Record<keyof Limits, string> = {
-  contextLimit: "L4_COMPACT_CONTEXT_LIMIT",
-  persistThreshold: "L3_COMPACT_PERSIST_THRESHOLD",
-  batchBudget: "L3_COMPACT_TOOL_RESULT_BUDGET",
-  keepRecent: "L2_COMPACT_KEEP_RECENT",
-  microMinLength: "L2_COMPACT_MICRO_MIN_LENGTH",
-  snipMaxMessages: "L1_COMPACT_SNIP_MAX_MESSAGES",
-  snipTargetMessages: "L1_COMPACT_SNIP_TARGET_MESSAGES",
-  snipKeepHead: "L1_COMPACT_SNIP_KEEP_HEAD",
-  summaryInputLimit: "L4_COMPACT_SUMMARY_INPUT_LIMIT",
-};
-const envOf = (limits: Limits) =>
+/** The environment that sets `limits`, by the chapter's own variable names. */
+const envOf = (limits: Limits, names: Record<keyof Limits, string>) =>
   Object.fromEntries(
-    (Object.keys(LIMIT_VARIABLES) as Array<keyof Limits>).map((key) => [
-      LIMIT_VARIABLES[key],
-      String(limits[key]),
-    ]),
+    (Object.keys(names) as Array<keyof Limits>).map((key) => [names[key], String(limits[key])]),
   );
 
 function blocksOf(message: MessageParam): Block[] {
@@ -327,16 +315,8 @@ function fakeClient() {
   return { client, requests };
 }
 
-const compactRun = (workdir: string) => ({
-  scope: "main",
-  request: "request under test",
-  system: "",
-  tools: new Map() as ToolMap,
-  signal: SIGNAL,
-  workdir,
-  role: "main" as const,
-  turn: "user" as const,
-});
+const compactRun = (workdir: string) =>
+  runContext({ request: "request under test", signal: SIGNAL, workdir });
 
 const isMarker = (m: MessageParam | undefined) =>
   m?.role === "user" &&
@@ -358,7 +338,7 @@ describe.each(chaptersFrom("s08"))("$id compaction properties", (chapter) => {
 
   function setup(limits: Limits) {
     // Only limits a user could configure: the same checks as the environment variables.
-    expect(layers.limitsFromEnv(envOf(limits))).toEqual(limits);
+    expect(layers.limitsFromEnv(envOf(limits, layers.LIMIT_VARIABLES))).toEqual(limits);
     rmSync(path.join(workdir, ".harness"), { recursive: true, force: true });
     const fake = fakeClient();
     /** How often each layer said it acted (`[compact L1] …`). */

@@ -1,5 +1,5 @@
 /**
- * Skills (s07 §0, R), against every chapter from s07: the frontmatter parser, the scan of
+ * Skills, against every chapter from s07: the frontmatter parser, the scan of
  * skills/ and .claude/skills/ with its fallbacks and diagnostics, the catalog and system
  * prompt section, and the load_skill tool.
  */

@@ -1,5 +1,5 @@
 /**
- * Subagents (s06 §0, §7), against every chapter from s06: the child's fresh context and
+ * Subagents, against every chapter from s06: the child's fresh context and
  * tools, what the parent gets back, the turn cap, failures, and the shared permission and
  * hook pipeline.
  */
@@ -10,8 +10,13 @@ import { apiError, reply, type ScriptStep, text, toolUse } from "shared/testing"
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as SubagentModule from "../chapters/s06-subagent/src/subagent.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
-import { endsWithin, killQuietly, waitForPid, within } from "./helpers/process.ts";
-import { lastToolResults, runChapter, sessionLog, tempWorkspace } from "./helpers/run.ts";
+import {
+  interruptDuringSleep,
+  lastToolResults,
+  runChapter,
+  SLEEP_30,
+  sessionLog,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const toolNames = (request: Request) => (request.tools as Anthropic.Tool[]).map((t) => t.name);
@@ -251,42 +256,22 @@ describe.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
   });
 
   it("on Ctrl-C during a task kills the child's command and ends the session: the child makes no more model calls", async () => {
-    const workdir = tempWorkspace(chapter.id);
-    let interrupt: (() => void) | undefined;
-    const pending = runChapter(chapter, {
-      workdir,
+    const { run, sleepEnded } = await interruptDuringSleep(chapter, {
       prompts: ["delegate", "after the interrupt"],
-      onSignal: (handler) => {
-        interrupt = handler;
-      },
       steps: delegate("Wait a while.", [
         {
           when: (r) => isChild(r) && r.messages.length === 1,
-          reply: reply(
-            toolUse("bash", {
-              command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
-            }),
-          ),
+          reply: reply(toolUse("bash", { command: SLEEP_30 })),
         },
         { when: childAfterTools, reply: reply(text("the child went on")) },
       ]),
     });
-    const pid = await waitForPid(path.join(workdir, "sleep.pid"));
-    try {
-      expect(interrupt).toBeTypeOf("function");
-      interrupt!();
-      const run = await within(pending, 3000);
-      if (run === "still running") throw new Error("main still running 3 s after Ctrl-C");
-      expect(await endsWithin(pid), "the child's sleep still runs").toBe(true);
-      // Only the parent's first call and the child's first call: nothing after the interrupt.
-      expect(run.received).toHaveLength(2);
-      expect(run.requests.filter(isChild)).toHaveLength(1);
-      expect(run.code).toBe(0);
-      expect(run.output).toContain("Interrupted.");
-      expect(run.output).not.toContain("parent done");
-    } finally {
-      killQuietly(pid);
-      await pending;
-    }
+    expect(sleepEnded, "the child's sleep still runs").toBe(true);
+    // Only the parent's first call and the child's first call: nothing after the interrupt.
+    expect(run.received).toHaveLength(2);
+    expect(run.requests.filter(isChild)).toHaveLength(1);
+    expect(run.code).toBe(0);
+    expect(run.output).toContain("Interrupted.");
+    expect(run.output).not.toContain("parent done");
   });
 });

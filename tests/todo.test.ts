@@ -1,5 +1,5 @@
 /**
- * Planning with todo_write (s05 §0, §7), against every chapter from s05: the list's
+ * Planning with todo_write, against every chapter from s05: the list's
  * checks and rendering, and the reminder after three silent tool rounds, placed after the
  * tool_result blocks of the same user message.
  */

@@ -160,7 +160,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
   const ok = (content: string) => ({ content, isError: false });
   const err = (content: string) => ({ content, isError: true });
 
-  describe("workspace paths (§7.1, §7.2)", () => {
+  describe("workspace paths", () => {
     it("resolves paths against WORKDIR", () => {
       expect(paths.resolveInWorkspace(workdir, "a/b.txt")).toBe(path.join(workdir, "a", "b.txt"));
       expect(paths.resolveInWorkspace(workdir, ".")).toBe(workdir);
@@ -198,7 +198,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("symlinks that leave the workspace (§7.13)", () => {
+  describe("symlinks that leave the workspace", () => {
     let outside: string;
     beforeEach(() => {
       outside = tempDir("s02-outside-");
@@ -239,7 +239,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("read_file (§7.3–7.5, §7.18)", () => {
+  describe("read_file", () => {
     it("returns the text with splitlines semantics", async () => {
       file("a.txt", "line1\nline2");
       expect(await use("read_file", { path: "a.txt" })).toEqual(ok("line1\nline2"));
@@ -317,7 +317,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("write_file (§7.6, §7.19)", () => {
+  describe("write_file", () => {
     it("writes, reports UTF-8 bytes and creates parent folders", async () => {
       expect(await use("write_file", { path: "hello.txt", content: "hello" })).toEqual(
         ok("Wrote 5 bytes to hello.txt"),
@@ -361,7 +361,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("edit_file (§7.7, §7.17)", () => {
+  describe("edit_file", () => {
     const edit = (old_text: string, new_text: string) =>
       use("edit_file", { path: "f.txt", old_text, new_text });
 
@@ -402,7 +402,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("glob (§7.8, §7.14, §7.15)", () => {
+  describe("glob", () => {
     const glob = (pattern: string) => use("glob", { pattern });
 
     it("lists matching files sorted, or says there are none", async () => {
@@ -529,7 +529,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     });
   });
 
-  describe("dispatch through the loop (§7.9–7.12, §7.16)", () => {
+  describe("dispatch through the loop", () => {
     it("dispatches read_file by name and sends the file back", async () => {
       file("note.txt", "hello\n");
       const { result, requests } = await runCalls([

@@ -25,6 +25,7 @@ import {
   startFakeServer,
 } from "shared/testing";
 import { type Chapter, importChapter } from "../chapters.ts";
+import { endsWithin, killQuietly, waitForPid, within } from "./process.ts";
 
 const made: string[] = [];
 
@@ -179,4 +180,38 @@ export function sessionLog(workdir: string): { files: string[]; api: string; tra
     return name ? readFileSync(path.join(dir, name), "utf8") : "";
   };
   return { files, api: read("_api.jsonl"), transcript: read("_transcript.log") };
+}
+
+/** A bash command that starts `sleep 30`, writes its pid to `sleep.pid` and waits for it. */
+export const SLEEP_30 = "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait";
+
+/**
+ * Runs a chapter whose script starts SLEEP_30, presses Ctrl-C (the `onSignal` handler the
+ * chapter registered) once the sleep runs, and waits at most 3 s for `main` to end. Tells
+ * whether the sleep was killed; it never outlives the test.
+ */
+export async function interruptDuringSleep(
+  chapter: Chapter,
+  options: RunOptions,
+): Promise<{ run: RunOutcome; sleepEnded: boolean }> {
+  const workdir = options.workdir ?? tempWorkspace(chapter.id);
+  let interrupt: (() => void) | undefined;
+  const pending = runChapter(chapter, {
+    ...options,
+    workdir,
+    onSignal: (handler) => {
+      interrupt = handler;
+    },
+  });
+  const pid = await waitForPid(path.join(workdir, "sleep.pid"));
+  try {
+    if (!interrupt) throw new Error("the chapter registered no Ctrl-C handler");
+    interrupt();
+    const run = await within(pending, 3000);
+    if (run === "still running") throw new Error("main still running 3 s after Ctrl-C");
+    return { run, sleepEnded: await endsWithin(pid) };
+  } finally {
+    killQuietly(pid);
+    await pending;
+  }
 }

@@ -1,4 +1,4 @@
-/** The line reader and the printer (DESIGN §3, §7.5, §7.6). */
+/** The line reader and the printer. */
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import {
