@@ -124,8 +124,8 @@ export class HookBus {
         return [];
       },
       onStop: async (messages, _response, run) => {
-        const more = await this.stop(messages, run, continuations > 0);
-        if (!more) return null;
+        const answer = await this.stop(messages, run, continuations > 0);
+        if (!answer) return null;
         if (continuations >= MAX_STOP_CONTINUATIONS) {
           this.say(
             run.scope,
@@ -135,7 +135,7 @@ export class HookBus {
           return null;
         }
         continuations++;
-        return more;
+        return answer;
       },
     };
   }
