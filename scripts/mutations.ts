@@ -260,8 +260,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-hooks-stop-never-active",
     file: `${S09}/hooks.ts`,
-    search: "const more = await this.stop(messages, run, continuations > 0);",
-    replace: "const more = await this.stop(messages, run, false);",
+    search: "const answer = await this.stop(messages, run, continuations > 0);",
+    replace: "const answer = await this.stop(messages, run, false);",
     description: "Stop hooks are never told that a continuation is active",
     tests: ["hooks.test.ts"],
   },
