@@ -597,7 +597,7 @@ export const MUTATIONS: Mutation[] = [
     search: 'positiveIntVar(harness.env, "BASH_TIMEOUT_MS", BASH_TIMEOUT_MS)',
     replace: "BASH_TIMEOUT_MS",
     description: "BASH_TIMEOUT_MS is ignored: the timeout is always 120 s",
-    tests: ["bash.test.ts"],
+    tests: ["loop.test.ts"],
   },
   {
     id: "s06-subagent-signal-dropped",
