@@ -1,5 +1,5 @@
 /**
- * `pnpm bench`: what the harness itself costs (issue #2, item 9).
+ * `pnpm bench`: what the harness itself costs.
  *
  * For each chapter, a scripted session of ROUNDS tool rounds runs in-process through the
  * chapter's real `main` against the fake Messages API. Per round:
@@ -7,8 +7,7 @@
  *   http      = the model call's round trip, measured at the client
  *   tool      = time spent running the round's tool calls
  *   overhead  = wall − http − tool  (the loop, logging, printing, JSON)
- * Also: start-up time to the first prompt (the chapter's `start` command as a process),
- * and the request body size at a few rounds.
+ * Also: the request body size at a few rounds.
  *
  * A second table runs each chapter as a process, the way a learner does:
  *   pnpm start→prompt / →exit = `pnpm --filter sNN start` from the repository root through the
@@ -20,7 +19,7 @@
  *       Messages API (prompt on stdin, then EOF)
  *   api log / transcript = bytes that session left under <WORKDIR>/.harness/logs/
  *
- * From s08 on (context compaction), a second table: a long session of
+ * From s08 on (context compaction), a third table: a long session of
  * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
  * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.
@@ -52,13 +51,13 @@ import {
   text,
   toolUse,
 } from "shared/testing";
+import { pnpmCommand } from "../tests/helpers/cli.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** How the compaction summary's system prompt starts (compact.ts): marks a summary call. */
 const SUMMARY_PROMPT_START = "Summarise the supplied coding-agent conversation";
 export const ROUNDS = 200;
 const SIZE_AT = [1, 10, 100, 200];
-const STARTUP_RUNS = 3;
 
 export interface ChapterBench {
   chapter: string;
@@ -66,7 +65,6 @@ export interface ChapterBench {
   httpMs: number;
   toolMs: number;
   wallMs: number;
-  startupMs: number;
   requestBytes: Record<number, number>;
 }
 
@@ -144,44 +142,8 @@ export async function benchChapter(dir: string, rounds = ROUNDS): Promise<Chapte
     httpMs: median(http),
     toolMs: median(tool),
     wallMs: median(wall),
-    startupMs: await startupTime(dir),
     requestBytes,
   };
-}
-
-/** Wall time from spawning the chapter's start command to its first prompt. */
-async function startupTime(dir: string): Promise<number> {
-  const chapterDir = path.join(ROOT, "chapters", dir);
-  const id = dir.split("-")[0]!;
-  const times: number[] = [];
-  for (let i = 0; i < STARTUP_RUNS; i++) {
-    times.push(
-      await new Promise<number>((resolve, reject) => {
-        const started = performance.now();
-        const child = spawn(path.join(chapterDir, "node_modules", ".bin", "tsx"), ["src/main.ts"], {
-          cwd: chapterDir,
-          env: {
-            ...process.env,
-            ANTHROPIC_BASE_URL: "http://127.0.0.1:9",
-            ANTHROPIC_API_KEY: "bench-key",
-            WORKDIR: os.tmpdir(),
-            NO_COLOR: "1",
-          },
-          stdio: ["pipe", "pipe", "inherit"],
-        });
-        let seen = "";
-        child.stdout.on("data", (chunk: Buffer) => {
-          seen += chunk.toString();
-          if (seen.includes(`${id} >> `)) {
-            resolve(performance.now() - started);
-            child.stdin.end("q\n");
-          }
-        });
-        child.on("error", reject);
-      }),
-    );
-  }
-  return median(times);
 }
 
 export function chapterDirs(): string[] {
@@ -196,12 +158,12 @@ function format(results: ChapterBench[]): string {
   const lines = [
     `Harness overhead per tool round (median of ${ROUNDS} rounds; ms) and request size (KiB)`,
     "",
-    "| chapter | overhead | http (client) | tool | round wall | start-up to prompt | req@1 | req@10 | req@100 | req@200 |",
-    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    "| chapter | overhead | http (client) | tool | round wall | req@1 | req@10 | req@100 | req@200 |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
   ];
   for (const r of results) {
     lines.push(
-      `| ${r.chapter} | ${ms(r.overheadMs)} | ${ms(r.httpMs)} | ${ms(r.toolMs)} | ${ms(r.wallMs)} | ${r.startupMs.toFixed(0)} | ${SIZE_AT.map((n) => kb(r.requestBytes[n])).join(" | ")} |`,
+      `| ${r.chapter} | ${ms(r.overheadMs)} | ${ms(r.httpMs)} | ${ms(r.toolMs)} | ${ms(r.wallMs)} | ${SIZE_AT.map((n) => kb(r.requestBytes[n])).join(" | ")} |`,
     );
   }
   return lines.join("\n");
@@ -246,29 +208,6 @@ interface ProcessRun {
 }
 
 const chapterId = (dir: string) => dir.split("-")[0]!;
-
-/**
- * The pinned pnpm, picked as tests/helpers/cli.ts's pnpmCommand() picks it: the pnpm running
- * this bench when it is that version, else through npx; never a bare `pnpm`.
- */
-function pnpmCommand(): string[] {
-  const pinned = (
-    JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-      packageManager: string;
-    }
-  ).packageManager.split("@")[1]!;
-  const { npm_execpath: execpath, npm_config_user_agent: agent = "" } = process.env;
-  if (
-    execpath &&
-    path.basename(execpath).startsWith("pnpm") &&
-    agent.startsWith(`pnpm/${pinned} `)
-  ) {
-    return execpath.endsWith(".js") || execpath.endsWith(".cjs")
-      ? [process.execPath, execpath]
-      : [execpath];
-  }
-  return ["npx", "-y", `pnpm@${pinned}`];
-}
 
 /** The bench's environment minus what a chapter run must not inherit, plus `vars`. */
 function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {

@@ -6,18 +6,18 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type LoopEvent, nullLog, type SessionLog, toolMap } from "shared";
+import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as CommandHooksModule from "../chapters/s04-hooks/src/command-hooks.ts";
 import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
 import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
-import type * as ToolsModule from "../chapters/s04-hooks/src/tools.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { isAlive } from "./helpers/process.ts";
 import {
   afterTools,
+  baseTools,
   lastToolResults,
   runChapter,
   sessionLog,
@@ -43,7 +43,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
   let hooks: typeof HooksModule;
   let commandHooks: typeof CommandHooksModule;
   let settings: typeof SettingsModule;
-  let tools: typeof ToolsModule;
+  let base: ToolDefinition[];
   const wholeResults = chaptersFrom("s04", "large results reach the model whole").some(
     (c) => c.id === chapter.id,
   );
@@ -54,7 +54,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
     hooks = await importChapter<typeof HooksModule>(chapter, "hooks.ts");
     commandHooks = await importChapter<typeof CommandHooksModule>(chapter, "command-hooks.ts");
     settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
-    tools = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
+    base = await baseTools(chapter);
   });
 
   function bus(log: SessionLog = nullLog()) {
@@ -67,7 +67,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
     });
     const context = runContext({
       workdir,
-      tools: toolMap(tools.baseTools({ timeoutMs: 5000 })),
+      tools: toolMap(base),
     });
     const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).filter(Boolean);
     return { bus: instance, context, printed, workdir };

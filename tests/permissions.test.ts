@@ -14,16 +14,16 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
-import { type LoopEvent, nullLog, type SessionLog, toolMap } from "shared";
+import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
-import type * as ToolsModule from "../chapters/s03-permissions/src/tools.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
+  baseTools,
   type Capture,
   lastToolResults,
   runChapter,
@@ -42,14 +42,14 @@ const file = (name: string, p: string) => ({
 describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
   let perm: typeof PermissionsModule;
   let settings: typeof SettingsModule;
-  let tools: typeof ToolsModule;
+  let base: ToolDefinition[];
   beforeAll(async () => {
     perm = await importChapter<typeof PermissionsModule>(chapter, "permissions.ts");
     settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
-    tools = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
+    base = await baseTools(chapter);
   });
 
-  const toolsMap = () => toolMap(tools.baseTools({ timeoutMs: 5000 }));
+  const toolsMap = () => toolMap(base);
   const decide = (
     call: { id: string; name: string; input: unknown },
     workdir = "/tmp",

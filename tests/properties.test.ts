@@ -31,13 +31,12 @@ import { validateMessageRequest } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as PathsModule from "../chapters/s02-tools/src/paths.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
-import type * as ToolsModule from "../chapters/s03-permissions/src/tools.ts";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
 import { type Chapter, chaptersFrom, importChapter } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
-import { tempWorkspace } from "./helpers/run.ts";
+import { baseTools, tempWorkspace } from "./helpers/run.ts";
 
 /** One seed for every property: the same cases on every run and machine. */
 const SEED = 20261201;
@@ -705,8 +704,7 @@ describe.each(PERMISSION_CHAPTERS)("$id permission parsing properties", (chapter
   let workdir: string;
   beforeAll(async () => {
     perm = await importChapter<typeof PermissionsModule>(chapter, "permissions.ts");
-    const toolsModule = await importChapter<typeof ToolsModule>(chapter, "tools.ts");
-    tools = toolMap(toolsModule.baseTools({ timeoutMs: 1000 }));
+    tools = toolMap(await baseTools(chapter, 1000));
     workdir = tempWorkspace("properties-permissions");
   });
   const decide = (command: string) =>

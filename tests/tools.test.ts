@@ -28,6 +28,7 @@ import {
 } from "shared/testing";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chaptersFrom, importChapter } from "./chapters.ts";
+import { baseTools } from "./helpers/run.ts";
 
 type ToolsModule = typeof import("../chapters/s02-tools/src/tools.ts");
 type PathsModule = typeof import("../chapters/s02-tools/src/paths.ts");
@@ -140,7 +141,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
     const result = await loop.agentLoop(messages, {
       client,
       model: "claude-test",
-      tools: toolMap(tools.baseTools({ timeoutMs: 10_000 })),
+      tools: toolMap(await baseTools(chapter, 10_000)),
       system: "test",
       scope: "main",
       workdir,
@@ -493,8 +494,8 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
   });
 
   describe("the tool list and the prompt section", () => {
-    it("offers five tools in order, with Claude Code aliases", () => {
-      const list = tools.baseTools({ timeoutMs: 1000 });
+    it("offers five tools in order, with Claude Code aliases", async () => {
+      const list = await baseTools(chapter, 1000);
       expect(list.map((tool) => tool.name)).toEqual(TOOL_NAMES);
       expect(list.map((tool) => tool.aliases)).toEqual([
         ["Bash"],
@@ -518,7 +519,7 @@ describe.each(chaptersFrom("s02"))("$id file tools and dispatch", (chapter) => {
         signal: new AbortController().signal,
         scope: "main",
       };
-      const [, read, write] = tools.baseTools({ timeoutMs: 1000 });
+      const [, read, write] = await baseTools(chapter, 1000);
       fs.mkdirSync(path.join(workdir, "dir"));
       await expect(read!.run({ path: "dir", offset: null, limit: null }, context)).resolves.toEqual(
         err("Error: EISDIR: illegal operation on a directory, read"),

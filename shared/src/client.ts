@@ -7,23 +7,26 @@
  * logged under its scope and counted by the usage meter. Tests and the demo point the
  * same code at the fake server.
  */
-import { createRequire } from "node:module";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Config } from "./config.ts";
 import type { Observer } from "./events.ts";
 import type { SessionLog } from "./log.ts";
+import { onFirstUse } from "./modules.ts";
 import type { UsageMeter } from "./usage.ts";
 
 type Sdk = typeof import("@anthropic-ai/sdk");
 
-let sdk: Sdk | null = null;
 /**
- * The SDK, loaded on first use through `require`. Its ESM entry is about 1 500 modules, and
+ * The SDK, loaded when the first client is made. Its ESM entry is about 1 500 modules, and
  * under the TypeScript loader (tsx) every one of them goes through the loader's hooks: that
- * alone cost 0.5 s of each start. The CommonJS build is the same code without that toll.
+ * alone cost 0.5 s of each start (modules.ts).
  */
+const requireSdk = onFirstUse<Sdk>(import.meta.url, "@anthropic-ai/sdk");
+/** Set once the SDK is loaded: before that, no error can be one of its classes. */
+let sdk: Sdk | null = null;
+
 function loadSdk(): Sdk {
-  sdk ??= createRequire(import.meta.url)("@anthropic-ai/sdk") as Sdk;
+  sdk ??= requireSdk();
   return sdk;
 }
 

@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { type PassThrough, Readable, Writable } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
-import { type Env, type Main, stripAnsi } from "shared";
+import { type Env, type Main, stripAnsi, type ToolDefinition } from "shared";
 import {
   type FakeServer,
   type ReceivedRequest,
@@ -214,4 +214,20 @@ export async function interruptDuringSleep(
     killQuietly(pid);
     await pending;
   }
+}
+
+/**
+ * The five base tools of a chapter from s02 on, as its mechanisms give them to an agent:
+ * `bash` (with `timeoutMs`), then the four file tools.
+ */
+export async function baseTools(chapter: Chapter, timeoutMs = 5000): Promise<ToolDefinition[]> {
+  type Bash = typeof import("../../chapters/s02-tools/src/bash.ts");
+  type Tools = typeof import("../../chapters/s02-tools/src/tools.ts");
+  const bash = await importChapter<Bash>(chapter, "bash.ts");
+  const files = await importChapter<Tools>(chapter, "tools.ts");
+  const harness = { env: { BASH_TIMEOUT_MS: String(timeoutMs) }, workdir: "/" };
+  return [
+    ...(bash.bashMechanism(harness).tools?.("main") ?? []),
+    ...(files.filesMechanism(harness).tools?.("main") ?? []),
+  ];
 }

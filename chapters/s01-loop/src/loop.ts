@@ -368,7 +368,7 @@ function throwIfAborted(signal: AbortSignal): void {
 }
 
 /** A user message's own text: the string, or its first text block ("" for tool results). */
-export function requestText(message: MessageParam | undefined): string {
+function requestText(message: MessageParam | undefined): string {
   if (message?.role !== "user") return "";
   if (typeof message.content === "string") return message.content;
   const first = message.content.find((block) => block.type === "text");

@@ -50,7 +50,7 @@ export interface Turn extends TurnInput {
 /** The turn lifecycle seams. Several mechanisms' hooks run in list order. */
 export interface TurnHooks {
   /** User turns only: the input to run (rewritten or not), or null to drop the line. */
-  prepare?(input: TurnInput, signal: AbortSignal): Promise<TurnInput | null>;
+  prepare?(input: TurnInput): Promise<TurnInput | null>;
   beforeTurn?(turn: Turn): Promise<void>;
   /** After the answer was printed; not after an error or an interrupt. */
   afterTurn?(turn: Turn, result: LoopResult): Promise<void>;
@@ -178,11 +178,12 @@ async function runSlash(
 
 /** Runs every prepare hook in list order; the first null drops the input. */
 async function prepare(input: TurnInput, options: ReplOptions): Promise<TurnInput | null> {
-  let current: TurnInput | null = input;
-  const signal = new AbortController().signal;
+  let current = input;
   for (const hooks of options.hooks ?? []) {
-    if (!current || !hooks.prepare) continue;
-    current = await hooks.prepare(current, signal);
+    if (!hooks.prepare) continue;
+    const next = await hooks.prepare(current);
+    if (!next) return null;
+    current = next;
   }
   return current;
 }

@@ -415,8 +415,8 @@ export function hooksMechanism(
       return seams;
     },
     turn: {
-      prepare: async (input: TurnInput, signal) => {
-        const content = await bus.userPromptSubmit(input.request, signal);
+      prepare: async (input: TurnInput) => {
+        const content = await bus.userPromptSubmit(input.request);
         return content === null ? null : { ...input, content };
       },
     },

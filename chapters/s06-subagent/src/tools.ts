@@ -3,7 +3,7 @@
  *
  * With only `bash`, the model has to turn "read this file" or "change this line" into
  * `cat`, `sed` and `echo >` incantations that break on quoting. Here it gets four tools
- * built for the job. Adding a tool is one more definition in `baseTools`: the loop already
+ * built for the job. Adding a file tool is one more entry in `FILE_TOOLS`: the loop already
  * dispatches by name through an own-key map, so it does not change.
  *
  * Paths are relative to WORKDIR. The tools do not check confinement themselves: each says
@@ -22,7 +22,6 @@ import {
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
-import { bashTool } from "./bash.ts";
 import type { Harness } from "./harness.ts";
 import type { Mechanism } from "./mechanism.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
@@ -380,11 +379,6 @@ export const globTool: ToolDefinition<GlobInput> = {
 
 /** The file tools, in the order the model is offered them. */
 export const FILE_TOOLS: ToolDefinition[] = [readFileTool, writeFileTool, editFileTool, globTool];
-
-/** The five tools every agent has from s02 on: `bash`, then the file tools. */
-export function baseTools(options: { timeoutMs: number }): ToolDefinition[] {
-  return [bashTool(options), ...FILE_TOOLS];
-}
 
 /** This mechanism's part of the system prompt. */
 export function filesSection(workdir: string) {

@@ -283,6 +283,6 @@ function isPlaceholder(text: string): boolean {
   return text === MICRO_PLACEHOLDER || /^\[Earlier tool result saved at [^\n]*\]$/.test(text);
 }
 
-export function isStub(text: string): boolean {
+function isStub(text: string): boolean {
   return text.startsWith("<persisted-output>");
 }
