@@ -810,6 +810,53 @@ function checkExcerpts(chapter: Chapter, readme: string): string[] {
   return problems;
 }
 
+/** The words each README's navigation line puts before its previous and next links. */
+const NAV_LABELS: Record<string, { previous: string; next: string }> = {
+  "README.md": { previous: "previous:", next: "next:" },
+  "README.ja.md": { previous: "前へ:", next: "次へ:" },
+};
+
+/**
+ * A README's links: its navigation line (the first lines, above the title's text) links
+ * the previous and the next chapter's README in the same language, and every relative
+ * link anywhere in it names a file that exists.
+ */
+function checkLinks(chapter: Chapter, readme: string, prev?: Chapter, next?: Chapter): string[] {
+  const text = readMaybe(path.join(chapter.dir, readme));
+  const labels = NAV_LABELS[readme];
+  if (text === null || labels === undefined) return [];
+  const where = `chapters/${chapter.folder}/${readme}`;
+  const body = text.toString("utf8");
+  const nav = body.split("\n").slice(0, 5).join("\n");
+  const problems: string[] = [];
+  for (const [label, other] of [
+    [labels.previous, prev],
+    [labels.next, next],
+  ] as const) {
+    if (other === undefined) continue;
+    const target = `../${other.folder}/${readme}`;
+    const link = new RegExp(`${label} \\[[^\\]]+\\]\\(${target.replace(/[.]/g, "\\.")}\\)`);
+    if (!link.test(nav)) {
+      problems.push(
+        `link: ${where} has no "${label} [${other.id} …](${target})" in its first lines`,
+      );
+    }
+  }
+  // Links in code (fenced blocks, inline spans) are examples, not links; blank them out
+  // so line numbers stay right.
+  const prose = body.replace(/^```[\s\S]*?^```/gm, (code) => code.replace(/[^\n]/g, " "));
+  const plain = prose.replace(/`[^`\n]*`/g, (code) => " ".repeat(code.length));
+  for (const match of plain.matchAll(/\]\(([^)\s]+)\)/g)) {
+    const target = (match[1] ?? "").replace(/#.*$/, "");
+    if (target === "" || /^[a-z]+:/i.test(target)) continue;
+    if (!fs.existsSync(path.resolve(chapter.dir, target))) {
+      const line = body.slice(0, match.index).split("\n").length;
+      problems.push(`link: ${where}:${line} links ${target}, which does not exist`);
+    }
+  }
+  return problems;
+}
+
 /** The index where `piece` starts as consecutive lines of `lines` at or after `from`, or -1. */
 function findLines(lines: string[], piece: string[], from: number): number {
   for (let i = from; i + piece.length <= lines.length; i++) {
@@ -853,8 +900,10 @@ export function checkCourse(root: string): string[] {
     for (const src of ["src/main.ts", "src/demo.ts"]) {
       if (!fs.existsSync(path.join(chapter.dir, src))) problems.push(`${at(src)}: missing`);
     }
+    const i = chapters.indexOf(chapter);
     for (const readme of ["README.md", "README.ja.md"]) {
       problems.push(...checkExcerpts(chapter, readme));
+      problems.push(...checkLinks(chapter, readme, chapters[i - 1], chapters[i + 1]));
     }
   }
   const { edits, problems: tableProblems } = readEdits(root);
@@ -924,7 +973,8 @@ Commands:
                           e.g. src/bash.ts) made in sNN forward to later chapters
                           that still hold the old version (old = git HEAD, or --old)
   check                   verify chapter layout, package.json, READMEs, drift, the
-                          shape of each chapter (chapters/edits.json) and README excerpts
+                          shape of each chapter (chapters/edits.json), README excerpts
+                          and README links (previous/next chapter, relative files)
   log <api.jsonl> [--request <n>]
                           rebuild the requests a session log recorded: one line each,
                           or request n (1-based) in full as JSON

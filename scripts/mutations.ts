@@ -78,17 +78,27 @@ export const MUTATIONS: Mutation[] = [
 
   // ---------------------------------------------------------------- s09 repl.ts
   {
-    id: "s09-repl-afterturn-before-print",
-    file: `${S09}/repl.ts`,
+    id: "s09-loop-answer-after-stop",
+    file: `${S09}/loop.ts`,
     search:
-      "    printer.line(answer);\n" +
-      "    printer.line();\n" +
-      "    for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);",
+      '      if (run.role === "main")\n' +
+      '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });\n' +
+      "      const continuation = await seams.onStop(messages, response, run);",
     replace:
-      "    for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);\n" +
-      "    printer.line(answer);\n" +
-      "    printer.line();",
-    description: "afterTurn hooks run before the answer is printed",
+      "      const continuation = await seams.onStop(messages, response, run);\n" +
+      '      if (run.role === "main")\n' +
+      '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });',
+    description: "the answer is shown after the Stop hooks judged it, not as it arrived",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s09-repl-afterturn-before-answer",
+    file: `${S09}/repl.ts`,
+    search: "    result = await options.runTurn(turn);\n",
+    replace:
+      '    for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, { response: { content: [] }, turns: 0, stopped: "done" } as never);\n' +
+      "    result = await options.runTurn(turn);\n",
+    description: "afterTurn hooks run before the turn's answer is shown",
     tests: ["seams.test.ts", "memory.test.ts"],
   },
   {

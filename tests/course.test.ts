@@ -46,12 +46,33 @@ function chapterFiles(id: string, files: Files = {}): Files {
   };
 }
 
-/** Build `<tmp>/chapters/<folder>/<file>` for every folder; returns the root. */
-function makeCourse(chapters: Record<string, Files>): string {
+/** The navigation line of a chapter README: previous and next chapter, same language. */
+function navLine(readme: string, prev?: string, next?: string): string {
+  const [back, forward] = readme === "README.md" ? ["previous:", "next:"] : ["前へ:", "次へ:"];
+  return [
+    prev ? `${back} [${prev.slice(0, 3)}](../${prev}/${readme})` : "",
+    next ? `${forward} [${next.slice(0, 3)}](../${next}/${readme})` : "",
+  ].join(" · ");
+}
+
+/**
+ * Build `<tmp>/chapters/<folder>/<file>` for every folder; returns the root. A README
+ * that is still chapterFiles' one-line default gets its navigation line (unless `nav` is
+ * false: the diff tests count every line).
+ */
+function makeCourse(chapters: Record<string, Files>, nav = true): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "course-test-"));
   roots.push(root);
+  const folders = Object.keys(chapters).sort();
   for (const [folder, files] of Object.entries(chapters)) {
-    for (const [rel, text] of Object.entries(files)) write(root, `chapters/${folder}/${rel}`, text);
+    const at = folders.indexOf(folder);
+    for (const [rel, text] of Object.entries(files)) {
+      const isDefault = nav && /^README(\.ja)?\.md$/.test(rel) && /^# [^\n]*\n$/.test(text);
+      const body = isDefault
+        ? `${text}\n${navLine(rel, folders[at - 1], folders[at + 1])}\n`
+        : text;
+      write(root, `chapters/${folder}/${rel}`, body);
+    }
   }
   return root;
 }
@@ -90,20 +111,23 @@ const numbered = (n: number, from = 1) =>
 
 describe("diff", () => {
   const twoChapters = () =>
-    makeCourse({
-      "s01-loop": chapterFiles("s01", {
-        "src/loop.ts": numbered(10),
-        "src/gone.ts": "export const gone = 1;\nexport const two = 2;\n",
-        "src/same.ts": "export const same = true;\n",
-      }),
-      "s02-tools": chapterFiles("s02", {
-        "src/loop.ts": numbered(10).replace("line 5\n", "line five\n"),
-        "src/tools.ts": "export const tools = [];\n",
-        "src/same.ts": "export const same = true;\n",
-        "README.md": "# s02 tools\n",
-        "node_modules/x/index.js": "ignored\n",
-      }),
-    });
+    makeCourse(
+      {
+        "s01-loop": chapterFiles("s01", {
+          "src/loop.ts": numbered(10),
+          "src/gone.ts": "export const gone = 1;\nexport const two = 2;\n",
+          "src/same.ts": "export const same = true;\n",
+        }),
+        "s02-tools": chapterFiles("s02", {
+          "src/loop.ts": numbered(10).replace("line 5\n", "line five\n"),
+          "src/tools.ts": "export const tools = [];\n",
+          "src/same.ts": "export const same = true;\n",
+          "README.md": "# s02 tools\n",
+          "node_modules/x/index.js": "ignored\n",
+        }),
+      },
+      false,
+    );
 
   it("shows added, changed and removed files with correct hunks, in path order", () => {
     const root = twoChapters();
@@ -635,6 +659,39 @@ describe("check: README excerpts", () => {
     expect(checkCourse(withReadme(readme))).toEqual([
       'excerpt: chapters/s01-a/README.md:1 is not verbatim src/add.ts (from "export function add(a, b) {") — copy it again from the code',
       "excerpt: chapters/s01-a/README.md:6 quotes src/gone.ts, which the chapter does not have",
+    ]);
+  });
+});
+
+describe("check: README links", () => {
+  const course = (readmes: Files = {}) =>
+    makeCourse({
+      "s01-a": chapterFiles("s01"),
+      "s02-b": chapterFiles("s02", readmes),
+      "s03-c": chapterFiles("s03"),
+    });
+
+  it("accepts a navigation line with the previous and next chapter in the same language", () => {
+    expect(checkCourse(course())).toEqual([]);
+  });
+
+  it("flags a missing next link, a link to the other language and a link to no file", () => {
+    const root = course({
+      "README.md": [
+        "# s02",
+        "",
+        "previous: [s01](../s01-a/README.md) · next: s03 (soon)",
+        "",
+        "See [the notes](notes.md), not `[code](example.md)`.",
+        "",
+      ].join("\n"),
+      "README.ja.md":
+        "# s02\n\n前へ: [s01](../s01-a/README.md) · 次へ: [s03](../s03-c/README.ja.md)\n",
+    });
+    expect(checkCourse(root)).toEqual([
+      'link: chapters/s02-b/README.md has no "next: [s03 …](../s03-c/README.md)" in its first lines',
+      "link: chapters/s02-b/README.md:5 links notes.md, which does not exist",
+      'link: chapters/s02-b/README.ja.md has no "前へ: [s01 …](../s01-a/README.ja.md)" in its first lines',
     ]);
   });
 });

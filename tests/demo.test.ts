@@ -10,6 +10,54 @@ import { describe, expect, it } from "vitest";
 import { chaptersFrom } from "./chapters.ts";
 import { Capture, loadMain } from "./helpers/run.ts";
 
+/**
+ * What each demo must show: text that appears only if the chapter's own mechanism ran,
+ * and pairs (earlier, later) whose order on screen follows the order of events. A new
+ * chapter adds its entry; the test fails for a chapter without one.
+ */
+const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]> }> = {
+  s01: {
+    contains: [
+      "[sent to the model] request 2 ends with one user message: a tool_result per tool_use_id",
+      '  |       "tool_use_id": "toolu_01Scripted00000000000002",',
+    ],
+  },
+  s02: {
+    contains: ["  Edited notes/todo.md", "  Error: Path escapes workspace: ../../etc/passwd"],
+  },
+  s03: {
+    contains: ["[allowed] by allow rule Bash(rm -rf build/cache:*) in .claude/settings.json"],
+  },
+  s04: {
+    contains: ["[hook] PreToolUse (node .claude/hooks/protect-env.mjs) blocked:"],
+    order: [["please set DEBUG=1 yourself.", "asks to continue: Before you finish"]],
+  },
+  s05: { contains: ["[todo] 3 tool rounds without a todo update: reminding the model"] },
+  s06: { contains: ["  [sub] > glob(", "[Subagent done]"] },
+  s07: { contains: ['> load_skill({"name":"code-review"})'] },
+  s08: {
+    contains: ["It runs with: L3_COMPACT_PERSIST_THRESHOLD=4000", "  | <persisted-output>"],
+    order: [
+      ["[compact L3]", "[compact L2]"],
+      ["[compact L2]", "[compact L1]"],
+      ["[compact L1]", "[compact L4] auto summary"],
+      ["[compact L4] auto summary", "[compact L4] /compact summary"],
+      ["[compact L4] /compact summary", "[compact reactive]"],
+    ],
+  },
+  s09: {
+    contains: ["  | Relevant memory records:", '  |     "source": "short-answers.md",'],
+    order: [["Noted: short answers from now on", "[memory] stored 1 record(s)"]],
+  },
+};
+
+/** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */
+const CHATTER: Array<{ line: RegExp; from: string }> = [
+  { line: /^\[hook\] \w+\(\w+Hook\)/m, from: "s05" },
+  { line: /^\[todo\]/m, from: "s06" },
+  { line: /^\[skills\]/m, from: "s08" },
+];
+
 describe.concurrent.each(chaptersFrom("s01"))("$id offline demo", (chapter) => {
   it("runs when no key, token or base URL is configured, and finishes its script", async () => {
     const main = await loadMain(chapter);
@@ -27,6 +75,19 @@ describe.concurrent.each(chaptersFrom("s01"))("$id offline demo", (chapter) => {
     expect(out).toContain(`${chapter.id}: ${chapter.title}`);
     expect(out).not.toMatch(/API error|scripted model: no step left|connection error/);
     expect(out).not.toContain("this line is ignored");
+    const shows = SHOWS[chapter.id];
+    expect(shows, `SHOWS has no entry for ${chapter.id}`).toBeDefined();
+    for (const line of shows!.contains) expect(out).toContain(line);
+    for (const [earlier, later] of shows!.order ?? []) {
+      expect(out.indexOf(earlier), earlier).toBeGreaterThanOrEqual(0);
+      expect(out.indexOf(later), `${later} after ${earlier}`).toBeGreaterThan(out.indexOf(earlier));
+    }
+    const n = Number(chapter.id.slice(1));
+    for (const { line, from } of CHATTER) {
+      if (n >= Number(from.slice(1))) expect(out).not.toMatch(line);
+    }
+    // A prompt appears only with the line it answers: none is left waiting at the end.
+    expect(out).not.toMatch(new RegExp(`${chapter.id} >> \\n`));
     const kept = /workspace is kept at (\S+)/.exec(out)?.[1];
     expect(kept && existsSync(path.join(kept, ".harness", "logs"))).toBe(true);
     rmSync(kept!, { recursive: true, force: true });

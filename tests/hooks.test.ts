@@ -480,6 +480,26 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(run.model.unmatched).toHaveLength(0);
     });
 
+    it("shows an answer a Stop hook rejects before the hook's message, then the next answer", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          Stop: [[null, "test -f once && exit 0; touch once; echo 'list the files' >&2; exit 2"]],
+        }),
+        prompts: ["go"],
+        steps: [
+          { when: (r: Request) => r.messages.length === 1, reply: reply(text("first answer")) },
+          { reply: reply(text("second answer")) },
+        ],
+      });
+      const out = run.output;
+      const rejected = out.indexOf("first answer");
+      const hook = out.indexOf("asks to continue: list the files");
+      expect(rejected).toBeGreaterThan(-1);
+      expect(hook).toBeGreaterThan(rejected);
+      expect(out.indexOf("second answer")).toBeGreaterThan(hook);
+      expect(out.match(/first answer/g)).toHaveLength(1);
+    });
+
     it("warns about a large read (the hook sees all of it)", async () => {
       const big = "x".repeat(150_000);
       const run = await runChapter(chapter, {

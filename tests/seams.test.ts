@@ -312,9 +312,9 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     expect(requests).toHaveLength(2);
   });
 
-  it("emits tool_call and tool_result events with the scope and a duration", async () => {
+  it("emits tool_call and tool_result events with the scope and a duration, then the answer", async () => {
     const { events } = await setup(oneRound, []);
-    expect(events.map((e) => e.type)).toEqual(["tool_call", "tool_result"]);
+    expect(events.map((e) => e.type)).toEqual(["tool_call", "tool_result", "text"]);
     expect(events[1]).toMatchObject({ scope: "main", name: "bash", content: "a", isError: false });
   });
 
@@ -379,6 +379,8 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
           turns.push({ ...turn, history: structuredClone(turn.history) });
           printer.line("(turn ran)");
           turn.history.push({ role: "assistant", content: "ok" });
+          // As the loop does: the answer is shown when it arrives, not by the REPL.
+          printer.line(`answer to ${turn.request}`);
           return answer(`answer to ${turn.request}`);
         },
         ...options,

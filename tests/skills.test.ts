@@ -683,5 +683,11 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
         /\[skills\] skills\/broken\/SKILL\.md: frontmatter is not valid YAML/,
       );
     });
+
+    it("prints no [skills] line at start when the workspace has no skills", async () => {
+      const run = await runChapter(chapter, { prompts: [], steps: [] });
+      expect(run.output).toContain(`${chapter.id}: ${chapter.title}`);
+      expect(run.output).not.toContain("[skills]");
+    });
   });
 });

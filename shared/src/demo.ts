@@ -10,8 +10,17 @@ import { Readable } from "node:stream";
 import type { Env } from "./config.ts";
 import { startFakeServer } from "./fake-server.ts";
 import type { Main, MainIO } from "./io.ts";
-import { ScriptedModel, type ScriptStep } from "./scripted.ts";
-import { colorEnabled, createStyle } from "./style.ts";
+import { type MessageRequest, ScriptedModel, type ScriptStep } from "./scripted.ts";
+import { colorEnabled, createStyle, type Style } from "./style.ts";
+
+/** A script step that can also show what the model was sent (where that is the lesson). */
+export interface DemoStep extends ScriptStep {
+  /**
+   * What to show of the request this step answers: printed when the request arrives, so
+   * it sits on screen between what the harness printed before the call and the reply.
+   */
+  sent?: (request: MessageRequest) => { title: string; text: string };
+}
 
 export interface DemoOptions {
   /** Chapter id, e.g. "s01". */
@@ -22,11 +31,11 @@ export interface DemoOptions {
   prompts: string[];
   /** Further sessions in the same workspace, each a fresh start of the harness (s09 memory). */
   moreSessions?: string[][];
-  script: ScriptStep[];
+  script: DemoStep[];
   main: Main;
   /** Prepares the temporary workspace (sample files, settings). */
   setup?: (workdir: string) => void;
-  /** Extra variables for the chapter (short timeouts, limits). */
+  /** Extra variables for the chapter (short timeouts, limits); the demo prints them. */
   env?: Env;
   /** True when `start` fell back to the demo because nothing is configured. */
   noCredentials?: boolean;
@@ -41,7 +50,7 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
     mkdtempSync(path.join(os.tmpdir(), `harness-demo-${demo.chapter}-`)),
   );
   demo.setup?.(workdir);
-  const model = new ScriptedModel(demo.script);
+  const model = new ScriptedModel(demo.script.map((step) => showingSent(step, say, style)));
   const server = await startFakeServer({ model });
 
   if (demo.noCredentials) {
@@ -55,6 +64,10 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
   }
   say(style.bold(`Offline demo (${demo.chapter}): ${demo.shows}`));
   say(style.dim(`A scripted model answers from ${server.url}; workspace: ${workdir}`));
+  const settings = Object.entries(demo.env ?? {});
+  if (settings.length > 0) {
+    say(style.dim(`It runs with: ${settings.map(([key, value]) => `${key}=${value}`).join(" ")}`));
+  }
   say("");
 
   const env: Env = {};
@@ -81,4 +94,19 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
   } finally {
     await server.close();
   }
+}
+
+/** The step as the scripted model runs it: its reply, preceded by what it was sent. */
+function showingSent(step: DemoStep, say: (text: string) => void, style: Style): ScriptStep {
+  const { sent, ...rest } = step;
+  if (sent === undefined) return rest;
+  return {
+    ...rest,
+    reply: (request) => {
+      const { title, text } = sent(request);
+      say(style.cyan(`[sent to the model] ${title}`));
+      for (const line of text.split("\n")) say(style.dim(`  | ${line}`));
+      return typeof step.reply === "function" ? step.reply(request) : step.reply;
+    },
+  };
 }

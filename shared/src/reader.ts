@@ -61,11 +61,11 @@ export class LineReader {
     this.rl.on("SIGINT", () => this.interrupt());
     this.printer.attachPrompt({
       clear: () => {
-        if (this.state !== "prompt" && this.state !== "question") return;
+        if (!this.promptOnScreen) return;
         this.output.write(this.isTTY ? "\r\x1b[2K" : "\n");
       },
       redraw: () => {
-        if (this.state !== "prompt" && this.state !== "question") return;
+        if (!this.promptOnScreen) return;
         // In a terminal, readline rewrites its prompt and the half-typed line.
         if (this.readlineDrawsPrompt) this.rl.prompt(true);
         else this.output.write(this.promptText);
@@ -73,14 +73,19 @@ export class LineReader {
     });
   }
 
-  /** Shows `prompt` and resolves with the next event; the REPL is then in a turn. */
+  /**
+   * Shows `prompt` and resolves with the next event; the REPL is then in a turn. Without a
+   * terminal the prompt is written only with the line it answers, so piped input (the
+   * demos, CI) shows `s01 >> <line>` and no prompt that nothing will ever answer.
+   */
   async next(prompt: string): Promise<InputEvent> {
     const queued = this.queue.shift();
-    this.show(prompt);
+    this.promptText = prompt;
+    if (this.isTTY) this.show(prompt);
     const event = queued ?? (this.ended ? { type: "eof" } : await this.wait());
-    // Piped lines are not echoed by a terminal, so show them after the prompt.
-    if (event.type === "line" && !this.isTTY) this.output.write(`${event.text}\n`);
-    else if (event.type !== "line") this.output.write("\n");
+    if (!this.isTTY) {
+      if (event.type === "line") this.output.write(`${prompt}${event.text}\n`);
+    } else if (event.type !== "line") this.output.write("\n");
     this.state = "turn";
     return event;
   }
@@ -125,6 +130,11 @@ export class LineReader {
   close(): void {
     // Closing twice is a no-op today, but the reader keeps off a closed interface entirely.
     if (!this.ended) this.rl.close();
+  }
+
+  /** A prompt or question is showing (piped input shows the REPL's prompt only with its line). */
+  private get promptOnScreen(): boolean {
+    return this.state === "question" || (this.state === "prompt" && this.isTTY);
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
  * s01's offline demo: one request, one round with two `bash` calls whose real output goes
- * back to the model, then a blocked command. The "model" is a script; everything else is
+ * back to the model (the demo prints that message as the model receives it), then a
+ * blocked command. The "model" is a script; everything else is
  * the real harness. Run: pnpm --filter s01 demo
  */
 import { writeFileSync } from "node:fs";
@@ -41,6 +42,10 @@ export const DEMO: Omit<DemoOptions, "main"> = {
     {
       name: "answer from the real output",
       when: hasResults,
+      sent: (request) => ({
+        title: "request 2 ends with one user message: a tool_result per tool_use_id",
+        text: JSON.stringify(request.messages.at(-1), null, 2),
+      }),
       reply: (request) => {
         const [listing = "", counts = ""] = lastResults(request);
         return reply(

@@ -244,13 +244,13 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
 
     const calls = response.content.filter((block) => block.type === "tool_use");
     if (calls.length === 0) {
-      for (const block of response.content) {
-        if (block.type === "thinking") emitThinking(config, block.thinking);
-      }
+      // The answer is shown as it arrives, before a Stop hook judges it. A child's answer
+      // is its return value: the tool that started the child shows it.
+      showProse(response, config, false);
+      if (run.role === "main")
+        config.emit({ type: "text", scope: config.scope, text: textOf(response) });
       const continuation = await seams.onStop(messages, response, run);
       if (continuation) {
-        // A Stop hook keeps the turn going: show the answer it did not let stand.
-        showProse(response, config, false);
         append({ role: "user", content: continuation }, "continuation");
         continue;
       }
@@ -348,15 +348,13 @@ function error(content: string): ToolOutput {
 }
 
 /** Text and thinking that come with tool calls are shown before the calls run. */
-function showProse(response: Message, config: LoopConfig, withThinking = true): void {
+function showProse(response: Message, config: LoopConfig, withText = true): void {
   for (const block of response.content) {
-    if (block.type === "text") config.emit({ type: "text", scope: config.scope, text: block.text });
-    if (block.type === "thinking" && withThinking) emitThinking(config, block.thinking);
+    if (block.type === "text" && withText)
+      config.emit({ type: "text", scope: config.scope, text: block.text });
+    if (block.type === "thinking")
+      config.emit({ type: "thinking", scope: config.scope, text: block.thinking });
   }
-}
-
-function emitThinking(config: LoopConfig, text: string): void {
-  config.emit({ type: "thinking", scope: config.scope, text });
 }
 
 function throwIfAborted(signal: AbortSignal): void {

@@ -9,8 +9,7 @@
  *
  *   prepare      user turns only: may rewrite the typed line's message, or drop the line
  *   beforeTurn   the history holds the new user message (s09 recalls memory here)
- *   run          the loop, to its final reply
- *   the answer   printed
+ *   run          the loop, to its final reply (the loop shows each reply as it arrives)
  *   afterTurn    after a normal end only (s09 extracts memory here)
  *   usage line
  *
@@ -207,9 +206,8 @@ async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<"done
   try {
     for (const hooks of options.hooks ?? []) await hooks.beforeTurn?.(turn);
     result = await options.runTurn(turn);
-    const answer = textOf(result.response);
-    log.transcript("ASSISTANT", answer);
-    printer.line(answer);
+    // The loop showed the answer as it arrived; the turn ends with a blank line.
+    log.transcript("ASSISTANT", textOf(result.response));
     printer.line();
     for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);
   } catch (error) {

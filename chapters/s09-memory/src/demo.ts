@@ -71,6 +71,13 @@ export const DEMO: Omit<DemoOptions, "main"> = {
       when: (request) =>
         said("How should you format")(request) &&
         String(request.system).includes("Relevant memory records"),
+      sent: (request) => {
+        const system = String(request.system);
+        return {
+          title: "the end of the system prompt, with the recalled record:",
+          text: system.slice(system.lastIndexOf("\n\n", system.indexOf("Memory catalog")) + 2),
+        };
+      },
       reply: reply(text("Briefly, with no preamble (you told me so last time).")),
     },
   ],

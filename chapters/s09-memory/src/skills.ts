@@ -333,12 +333,17 @@ export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "prin
     start: () => {
       harness.log.record("skills", { catalog: catalog(skills), problems });
       const names = skills.map((skill) => skill.name);
+      // No skills, no line: a workspace without skills looks like the chapters before.
       return [
         ...problems.map((problem) => ({ text: `[skills] ${problem}`, tone: "warn" as const })),
-        {
-          text: `[skills] ${names.length} skill(s): ${names.join(", ") || "none"}`,
-          tone: "dim" as const,
-        },
+        ...(names.length > 0
+          ? [
+              {
+                text: `[skills] ${names.length} skill(s): ${names.join(", ")}`,
+                tone: "dim" as const,
+              },
+            ]
+          : []),
       ];
     },
   };
