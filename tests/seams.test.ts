@@ -14,6 +14,7 @@ import {
   LineReader,
   type LoopEvent,
   nullLog,
+  type ToolDefinition,
   toolMap,
   UsageMeter,
 } from "shared";
@@ -28,6 +29,7 @@ import {
 } from "shared/testing";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s01-loop/src/bash.ts";
+import type * as HarnessModule from "../chapters/s01-loop/src/harness.ts";
 import type * as LoopModule from "../chapters/s01-loop/src/loop.ts";
 import type * as PromptModule from "../chapters/s01-loop/src/prompt.ts";
 import type * as ReplModule from "../chapters/s01-loop/src/repl.ts";
@@ -42,6 +44,7 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
   let bash: typeof BashModule;
   let prompt: typeof PromptModule;
   let repl: typeof ReplModule;
+  let harness: typeof HarnessModule;
   let server: FakeServer | null = null;
 
   beforeAll(async () => {
@@ -49,6 +52,7 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
     prompt = await importChapter<typeof PromptModule>(chapter, "prompt.ts");
     repl = await importChapter<typeof ReplModule>(chapter, "repl.ts");
+    harness = await importChapter<typeof HarnessModule>(chapter, "harness.ts");
   });
   afterEach(async () => {
     await server?.close();
@@ -316,6 +320,39 @@ describe.each(chaptersFrom("s01"))("$id loop seams", (chapter) => {
     const { events } = await setup(oneRound, []);
     expect(events.map((e) => e.type)).toEqual(["tool_call", "tool_result", "text"]);
     expect(events[1]).toMatchObject({ scope: "main", name: "bash", content: "a", isError: false });
+  });
+
+  it("gathers tools in list order; extendTool changes a tool in place, per role, in list order", () => {
+    const tool = (name: string, description = name): ToolDefinition => ({
+      name,
+      aliases: [],
+      description,
+      input_schema: { type: "object", properties: {} },
+      parse: (input) => ({ ok: true, value: input }),
+      run: async () => ({ content: name }),
+    });
+    const mechanisms = [
+      { name: "a", tools: () => [tool("one"), tool("two")] },
+      { name: "b", tools: (role: LoopModule.Role) => (role === "main" ? [tool("three")] : []) },
+      {
+        name: "c",
+        extendTool: (t: ToolDefinition, role: LoopModule.Role) =>
+          t.name === "one" && role === "main" ? { ...t, description: `${t.description}+c` } : t,
+      },
+      {
+        name: "d",
+        extendTool: (t: ToolDefinition) =>
+          t.name === "one" ? { ...t, description: `${t.description}+d` } : t,
+      },
+    ];
+    const main = harness.gatherTools(mechanisms, "main");
+    expect(main.map((t) => `${t.name}:${t.description}`)).toEqual([
+      "one:one+c+d",
+      "two:two",
+      "three:three",
+    ]);
+    const sub = harness.gatherTools(mechanisms, "subagent");
+    expect(sub.map((t) => `${t.name}:${t.description}`)).toEqual(["one:one+d", "two:two"]);
   });
 
   it("builds the system prompt from sections, dynamic ones last", () => {

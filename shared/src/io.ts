@@ -19,7 +19,10 @@ export interface MainIO {
   env: Env;
   /** Instrumentation for the benchmark; absent in normal runs. */
   observer?: Observer;
-  /** Set by `runIfEntry`: Ctrl-C delivered as a signal (piped stdin has no readline SIGINT). */
+  /**
+   * Set by `runIfEntry`: Ctrl-C (SIGINT) and SIGTERM delivered as signals (piped stdin has
+   * no readline SIGINT).
+   */
   onSignal?: (handler: () => void) => void;
 }
 
@@ -62,7 +65,11 @@ export function runIfEntry(moduleUrl: string, main: Main): void {
     stdout: process.stdout,
     stderr: process.stderr,
     env,
-    onSignal: (handler) => process.on("SIGINT", handler),
+    // SIGTERM ends the session like Ctrl-C, so mechanisms close and no child outlives it.
+    onSignal: (handler) => {
+      process.on("SIGINT", handler);
+      process.on("SIGTERM", handler);
+    },
   }).then(
     (code) => process.exit(code),
     (error: unknown) => {

@@ -42,6 +42,19 @@ export function killAll(signal: NodeJS.Signals = "SIGKILL"): number {
   return count;
 }
 
+/**
+ * Ends every group still alive the polite way: SIGTERM, `graceMs` for them to exit, then
+ * SIGKILL for whatever is left (the end of a session with background jobs, s11).
+ */
+export async function endAll(graceMs = 50): Promise<number> {
+  const children = [...live];
+  for (const child of children) killGroup(child, "SIGTERM");
+  if (children.length > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
+  for (const child of children) killGroup(child, "SIGKILL");
+  for (const child of children) live.delete(child);
+  return children.length;
+}
+
 export function liveChildren(): number {
   return live.size;
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import {
   appendLine,
   createSessionLog,
+  endAll,
   harnessDir,
   harnessPath,
   killAll,
@@ -110,6 +111,26 @@ describe("child process registry", () => {
     expect(killAll()).toBeGreaterThanOrEqual(1);
     await new Promise((resolve) => child.once("exit", resolve));
     expect(isAlive(child.pid!)).toBe(false);
+    expect(liveChildren()).toBe(0);
+  });
+
+  it("ends every group politely: SIGTERM first, SIGKILL for one that ignores it", async () => {
+    const spawnTracked = (script: string) => {
+      const child = spawn("/bin/sh", ["-c", script], { detached: true, stdio: "ignore" });
+      trackChild(child);
+      const signal = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.once("exit", (_code, sig) => resolve(sig)),
+      );
+      return { child, signal };
+    };
+    const polite = spawnTracked("sleep 30");
+    const stubborn = spawnTracked("trap '' TERM; sleep 30 & wait; sleep 30");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await endAll(100)).toBe(2);
+    expect(await polite.signal).toBe("SIGTERM");
+    expect(await stubborn.signal).toBe("SIGKILL");
+    expect(isAlive(polite.child.pid!)).toBe(false);
+    expect(isAlive(stubborn.child.pid!)).toBe(false);
     expect(liveChildren()).toBe(0);
   });
 });

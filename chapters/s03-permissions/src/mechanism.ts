@@ -30,6 +30,12 @@ export interface Mechanism {
   name: string;
   /** The tools an agent of `role` gets from this mechanism, in the order the model sees them. */
   tools?(role: Role): ToolDefinition[];
+  /**
+   * Extends a tool an earlier mechanism gives: same name, same place in the list (s11 gives
+   * `bash` its background flag this way, without editing bash.ts). Called for every tool of
+   * the agent; return the tool as it is to leave it alone.
+   */
+  extendTool?(tool: ToolDefinition, role: Role): ToolDefinition;
   /** Its system prompt sections for an agent of `role` (stable ones first, dynamic last). */
   sections?(role: Role): PromptSection[];
   /** Its loop seams for one run of the loop (called as each run starts, so state starts fresh). */

@@ -30,6 +30,7 @@ import {
   type ModelClient,
   type Printer,
   type SessionLog,
+  type ToolDefinition,
   type ToolMap,
   toolMap,
   transcriptSink,
@@ -101,7 +102,7 @@ export async function runHarness(
     return fail(error);
   }
   harness.agent = (role, scope) => ({
-    tools: toolMap(mechanisms.flatMap((mechanism) => mechanism.tools?.(role) ?? [])),
+    tools: toolMap(gatherTools(mechanisms, role)),
     system: systemPrompt(config.workdir, mechanisms, role),
     seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
   });
@@ -224,4 +225,17 @@ function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
     }
   }
   return commands;
+}
+
+/**
+ * The tools of an agent of `role`: every mechanism's, in list order, then each mechanism's
+ * `extendTool` applied to all of them, also in list order.
+ */
+export function gatherTools(mechanisms: Mechanism[], role: Role): ToolDefinition[] {
+  let tools = mechanisms.flatMap((mechanism) => mechanism.tools?.(role) ?? []);
+  for (const mechanism of mechanisms) {
+    const extend = mechanism.extendTool?.bind(mechanism);
+    if (extend) tools = tools.map((tool) => extend(tool, role));
+  }
+  return tools;
 }
