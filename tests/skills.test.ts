@@ -41,6 +41,12 @@ vi.mock(import("node:fs"), async (importOriginal) => {
   return { ...real, readFileSync: readFileSync as typeof real.readFileSync };
 });
 
+// Test files share a worker's modules (vitest.config.ts): a chapter another file loaded
+// first would keep the real fs, so this file loads its chapters afresh, with the mock.
+beforeAll(() => {
+  vi.resetModules();
+});
+
 const REPO = path.resolve(new URL("..", import.meta.url).pathname);
 const context = { workdir: "/", scope: "main", signal: new AbortController().signal };
 
