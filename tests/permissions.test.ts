@@ -17,6 +17,7 @@ import { PassThrough } from "node:stream";
 import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as LoopModule from "../chapters/s03-permissions/src/loop.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
 import { chaptersFrom, importChapter } from "./chapters.ts";
@@ -427,7 +428,7 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
   });
 
   describe("approval (Gate 3)", () => {
-    function gate(answer: string | null, isTTY = true) {
+    function gate(answer: string | null, isTTY = true, turn: LoopModule.TurnKind = "user") {
       const events: LoopEvent[] = [];
       const asked: string[] = [];
       const records: Array<{ kind: string; data: unknown }> = [];
@@ -449,7 +450,7 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         log,
       });
       const run = (call: ReturnType<typeof bash>) =>
-        check(call, runContext({ workdir, tools: toolsMap() }));
+        check(call, runContext({ workdir, tools: toolsMap(), turn }));
       const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).join("\n");
       return { run, asked, printed, records };
     }
@@ -495,6 +496,22 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
       );
       expect(g.printed()).toContain("[denied] Permission denied: approval needed");
     });
+
+    it.each(["scheduled", "team", "background"] as const)(
+      "never asks in a %s turn, even on a terminal, and says why",
+      async (turn) => {
+        const g = gate("y", true, turn);
+        const result = await g.run(bash("rm foo"));
+        expect(g.asked).toEqual([]);
+        expect(result).toEqual({
+          content:
+            `Permission denied: approval needed (Potentially destructive command: rm) but a ${turn} ` +
+            "turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
+          isError: true,
+          quiet: true,
+        });
+      },
+    );
 
     it("never asks for a deny-list hit or a call no gate stops", async () => {
       const g = gate("y");

@@ -124,12 +124,26 @@ async function approve(
 ): Promise<ToolOutput | null> {
   notice(options, run, `[permission] ${reason}`, "warn");
   notice(options, run, `   Tool: ${call.name}(${JSON.stringify(call.input)})`, "warn");
-  if (!options.reader.isTTY) {
+  // Only a typed line's turn has someone at the prompt; a scheduled (s12), team (s13) or
+  // background (s15) turn runs while nobody waits for a question.
+  const nobody =
+    run.turn !== "user"
+      ? `a ${run.turn} turn cannot ask the user`
+      : options.reader.isTTY
+        ? null
+        : "stdin is not a terminal";
+  if (nobody !== null) {
     const message =
-      `Permission denied: approval needed (${reason}) but stdin is not a terminal; ` +
+      `Permission denied: approval needed (${reason}) but ${nobody}; ` +
       "an allow rule in .claude/settings.json can permit this call.";
     notice(options, run, `[denied] ${message}`, "warn");
-    record(options, run, call, reason, "deny (no terminal)");
+    record(
+      options,
+      run,
+      call,
+      reason,
+      `deny (${run.turn === "user" ? "no terminal" : `${run.turn} turn`})`,
+    );
     return { content: message, isError: true, quiet: true };
   }
   const prefix = run.scope === "main" ? "" : `  [${run.scope}] `;
