@@ -28,6 +28,8 @@ export interface Mutation {
 }
 
 const S09 = "chapters/s09-memory/src";
+const S10 = "chapters/s10-tasks/src";
+const S11 = "chapters/s11-background/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -642,5 +644,75 @@ export const MUTATIONS: Mutation[] = [
     replace: "        if (false) {",
     description: "the fake API accepts two tool_result blocks for one tool_use",
     tests: ["shared/fake-server.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s10 tasks
+  {
+    id: "s10-tasks-claim-ignores-blockers",
+    file: `${S10}/tasks-store.ts`,
+    search: "      if (blockedBy.length > 0) return { ok: false as const, blockedBy };",
+    replace: "",
+    description: "a task can be claimed before its prerequisites are completed",
+    tests: ["tasks.test.ts"],
+  },
+  {
+    id: "s10-tasks-cycle-accepted",
+    file: `${S10}/tasks-store.ts`,
+    search: "        if (!task.blockedBy.includes(dep) && reaches(tasks, dep, id)) {",
+    replace: "        if (false) {",
+    description: "update_task adds an edge that closes a dependency cycle",
+    tests: ["tasks.test.ts"],
+  },
+  {
+    id: "s10-tasks-unblocked-everything",
+    file: `${S10}/tasks-store.ts`,
+    search:
+      "      const unblocked = waiting(this.list().tasks).filter((t) => !readyBefore.has(t.id));",
+    replace: "      const unblocked = waiting(this.list().tasks);",
+    description:
+      "complete_task reports tasks that were startable before it, not only the ones it unblocked",
+    tests: ["tasks.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s11 background
+  {
+    id: "s11-background-truthy-flag",
+    file: `${S11}/background.ts`,
+    search: "      const flag = asObject(input)?.run_in_background === true;",
+    replace: "      const flag = Boolean(asObject(input)?.run_in_background);",
+    description: 'run_in_background: "true" (a string) starts a background job',
+    tests: ["background.test.ts"],
+  },
+  {
+    id: "s11-background-notification-first",
+    file: `${S11}/background.ts`,
+    search: "        : [...last.content, ...blocks];",
+    replace: "        : [...blocks, ...last.content];",
+    description: "notifications go before the tool results in the user message",
+    tests: ["background.test.ts"],
+  },
+  {
+    id: "s11-background-no-limit",
+    file: `${S11}/background.ts`,
+    search: "    if (this.runningCount >= MAX_RUNNING_JOBS) {",
+    replace: "    if (false) {",
+    description: "a ninth background job starts",
+    tests: ["background.test.ts"],
+  },
+  {
+    id: "s11-background-jobs-outlive-session",
+    file: `${S11}/background.ts`,
+    search: "    close: () => jobs.stop(),",
+    replace: "    close: () => undefined,",
+    description: "running jobs keep running after the session ends",
+    tests: ["background.test.ts"],
+  },
+  {
+    id: "s11-background-flag-for-subagents",
+    file: `${S11}/background.ts`,
+    search: '      tool.name === "bash" && role === "main"',
+    replace: '      tool.name === "bash"',
+    description: "a subagent's bash gets the background flag too",
+    tests: ["background.test.ts"],
   },
 ];

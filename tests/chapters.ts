@@ -19,6 +19,8 @@ export const CHAPTERS: Chapter[] = [
   { id: "s07", dir: "s07-skills", title: "Skill Loading" },
   { id: "s08", dir: "s08-compact", title: "Context Compact" },
   { id: "s09", dir: "s09-memory", title: "Memory" },
+  { id: "s10", dir: "s10-tasks", title: "Task System" },
+  { id: "s11", dir: "s11-background", title: "Background Tasks" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */

@@ -21,6 +21,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { runPnpm } from "./helpers/cli.ts";
+import { endsWithin } from "./helpers/process.ts";
 import { afterTools, lastToolResults, tempWorkspace, writeFiles } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -40,6 +41,8 @@ interface Scenario {
   steps: ScriptStep[];
   files?: Record<string, string>;
   env?: Record<string, string>;
+  /** Keeps stdin open and signals the run once stdout shows a text (see runPnpm). */
+  signalAfter?: { text: string; signal: NodeJS.Signals };
   /** Checks the run; `again` starts the chapter once more in the same workspace. */
   check(outcome: Outcome, again: (next: Scenario) => Promise<Outcome>): void | Promise<void>;
 }
@@ -235,12 +238,47 @@ const SCENARIOS: Record<string, Scenario> = {
   },
 };
 
+const JOB_PID = "sleep 30 & echo $! > job.pid.tmp && mv job.pid.tmp job.pid; wait";
+
+/** s11's run: what every later chapter must still do with background jobs. */
+SCENARIOS.s11 = {
+  title: "delivers a job that ends while the model works, and SIGTERM leaves no job behind",
+  input: "check in the background\n",
+  steps: [
+    {
+      when: (r) => withTools(r) && r.messages.length === 1,
+      reply: reply(
+        toolUse("bash", { command: "sleep 0.3; echo bg-ok", run_in_background: true }),
+        toolUse("bash", { command: JOB_PID, run_in_background: true }),
+        toolUse("bash", { command: "sleep 0.8; echo fg-done" }),
+      ),
+    },
+    { when: (r) => withTools(r) && afterTools(r), reply: reply(text("JOB CHECKED")) },
+  ],
+  signalAfter: { text: "JOB CHECKED", signal: "SIGTERM" },
+  async check({ stdout, workdir, requests }) {
+    const second = requests.filter(withTools)[1]!;
+    const last = second.messages.at(-1)!.content as Anthropic.ContentBlockParam[];
+    expect(last.map((b) => b.type)).toEqual(["tool_result", "tool_result", "tool_result", "text"]);
+    expect(lastToolResults(second).map((r) => r.content)).toEqual([
+      "[Background task bg_0001 started] The result will be collected on a later turn.",
+      "[Background task bg_0002 started] The result will be collected on a later turn.",
+      "fg-done",
+    ]);
+    expect((last[3] as Anthropic.TextBlockParam).text).toContain("<summary>bg-ok</summary>");
+    expect(stdout).toContain("[background] collected bg_0001: completed");
+    const pid = Number(readFileSync(path.join(workdir, "job.pid"), "utf8"));
+    expect(await endsWithin(pid, 2000)).toBe(true);
+  },
+};
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   writeFiles(workdir, scenario.files ?? {});
   const server = await startFakeServer({ model: new ScriptedModel(scenario.steps) });
   try {
     const run = await runPnpm(["--silent", "--filter", chapter.id, "start"], {
       input: scenario.input,
+      signalAfter: scenario.signalAfter,
       env: {
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "",
@@ -302,5 +340,67 @@ describe("configuration errors", () => {
       "s01: configuration error: WORKDIR does not exist: /no/such/place",
     );
     expect(run.stdout).not.toContain("s01 >>");
+  });
+});
+
+describe("s10: two command lines on one workspace", () => {
+  it("race to claim one task: exactly one Claimed, the other told it is taken", async () => {
+    const workdir = tempWorkspace("cli-s10-race");
+    const id = "task_0000abcd";
+    const file = path.join(workdir, ".harness", "tasks", `${id}.json`);
+    const task = { id, subject: "race me", description: "", status: "pending", owner: null };
+    writeFiles(workdir, {
+      [path.relative(workdir, file)]:
+        `${JSON.stringify({ ...task, blockedBy: [], priority: 5 }, null, 2)}\n`,
+    });
+    const steps = (): ScriptStep[] => [
+      {
+        when: (r) => withTools(r) && r.messages.length === 1,
+        reply: reply(toolUse("claim_task", { task_id: id })),
+      },
+      { when: (r) => withTools(r) && afterTools(r), reply: reply(text("claim tried")) },
+    ];
+    const servers = await Promise.all(
+      [0, 1].map(() => startFakeServer({ model: new ScriptedModel(steps()) })),
+    );
+    try {
+      const runs = await Promise.all(
+        servers.map((server) =>
+          runPnpm(["--silent", "--filter", "s10", "start"], {
+            input: `claim ${id}\n`,
+            env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: "cli-key", WORKDIR: workdir },
+          }),
+        ),
+      );
+      for (const run of runs) {
+        expect(run.stderr).toBe("");
+        expect(run.code).toBe(0);
+        expect(run.stdout).toContain(`s10 >> claim ${id}`);
+      }
+      // What each model was sent back: one claim, one is_error refusal.
+      const sent = servers.map((server) => {
+        const last = server.requests
+          .map((r) => r.body as Request)
+          .filter(withTools)
+          .at(-1)!;
+        const result = lastToolResults(last)[0]!;
+        return [result.content, result.is_error ?? false];
+      });
+      expect(sent).toEqual(
+        expect.arrayContaining([
+          [`Claimed ${id} (race me)`, false],
+          [`Error: Task ${id} is in_progress, cannot claim`, true],
+        ]),
+      );
+      const winners = runs.filter((run) => run.stdout.includes("[claim] race me -> in_progress"));
+      expect(winners).toHaveLength(1);
+      expect(JSON.parse(readFileSync(file, "utf8"))).toMatchObject({
+        status: "in_progress",
+        owner: "agent",
+      });
+      expect(readdirSync(path.dirname(file))).toEqual([`${id}.json`]);
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
+    }
   });
 });

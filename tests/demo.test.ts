@@ -49,6 +49,30 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
     contains: ["  | Relevant memory records:", '  |     "source": "short-answers.md",'],
     order: [["Noted: short answers from now on", "[memory] stored 1 record(s)"]],
   },
+  s10: {
+    contains: [
+      "[sent to the model] the create_task results: the IDs exist only now",
+      "  [claim] setup database schema -> in_progress (owner: agent)",
+      "  Unblocked: ",
+    ],
+    order: [
+      ["[sent to the model] the create_task results", "> update_task("],
+      ["[complete] setup database schema", "[unblocked] "],
+      ["[unblocked] ", "completed: 1"],
+    ],
+  },
+  s11: {
+    contains: [
+      "  [Background task bg_0001 started] The result will be collected on a later turn.",
+      "  | [text] <task_notification>",
+      "bg_0001  completed",
+    ],
+    order: [
+      ["  [background] started bg_0001", "> read_file("],
+      ["  4 notes.md", "  [background] collected bg_0001: completed"],
+      ["  | [tool_result ", "  | [text] <task_notification>"],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

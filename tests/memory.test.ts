@@ -1217,7 +1217,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   describe("through the chapter", () => {
     const TABS_REPLY = JSON.stringify([TABS]);
 
-    it("a turn with a tool call ends with one extraction call that stores nothing; nine tools", async () => {
+    it("a turn with a tool call ends with one extraction call that stores nothing; the nine tools of s09 first", async () => {
       const run = await runChapter(chapter, {
         memoryExtraction: true,
         prompts: ["list the files"],
@@ -1234,7 +1234,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         ],
       });
       expect(kinds(run.requests)).toEqual(["main", "main", "extract"]);
-      expect(toolNames(run.requests[0]!)).toEqual([
+      expect(toolNames(run.requests[0]!).slice(0, 9)).toEqual([
         ...BASE_TOOLS,
         "todo_write",
         "task",
@@ -1290,7 +1290,9 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
         `${PROJECT_LEAD}\n\nProject instructions from CLAUDE.md:\nUse pnpm, never npm.\n\n` +
         "Project instructions from AGENTS.md:\nRun the tests before you say done.";
       const main = systemOf(run.requests[0]!);
-      expect(main.endsWith(`\n\n${project}\n\n${GUIDANCE}`)).toBe(true);
+      // Memory is last; later chapters' stable sections may sit between it and the project's.
+      expect(main.endsWith(`\n\n${GUIDANCE}`)).toBe(true);
+      expect(main).toContain(`\n\n${project}\n\n`);
       expect(main.indexOf("Context: long conversations")).toBeLessThan(main.indexOf(project));
       expect(main).not.toContain("Memory catalog:");
       expect(main).not.toContain("Relevant memory records:");

@@ -3,7 +3,7 @@
  * pnpm (never a bare `pnpm`, which a machine may lack), prompts on stdin.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { stripAnsi } from "shared";
 
@@ -39,7 +39,17 @@ export interface CliRun {
 
 export function runPnpm(
   args: string[],
-  options: { input?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number },
+  options: {
+    input?: string;
+    env?: Record<string, string>;
+    cwd?: string;
+    timeoutMs?: number;
+    /**
+     * Keeps stdin open after `input` and, once stdout shows `text`, sends `signal` to the
+     * chapter's own process (the node under pnpm), as a supervisor stopping it would.
+     */
+    signalAfter?: { text: string; signal: NodeJS.Signals };
+  },
 ): Promise<CliRun> {
   const [command, ...prefix] = pnpmCommand();
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...options.env };
@@ -61,8 +71,19 @@ export function runPnpm(
     });
     let stdout = "";
     let stderr = "";
+    let signalled = false;
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
+      const after = options.signalAfter;
+      if (after && !signalled && child.pid && stripAnsi(stdout).includes(after.text)) {
+        signalled = true;
+        // pnpm runs the script through a shell; the chapter is the node process below it.
+        const chapter = descendants(child.pid).find((pid) =>
+          /^\S*node .*main\.ts/.test(commandLine(pid)),
+        );
+        if (chapter === undefined) reject(new Error("signalAfter: no chapter process under pnpm"));
+        else process.kill(chapter, after.signal);
+      }
     });
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
@@ -73,6 +94,39 @@ export function runPnpm(
       clearTimeout(timer);
       resolve({ code, stdout: stripAnsi(stdout), stderr: stripAnsi(stderr) });
     });
-    child.stdin.end(options.input ?? "");
+    if (options.signalAfter) child.stdin.write(options.input ?? "");
+    else child.stdin.end(options.input ?? "");
   });
+}
+
+/** Every process below `root` (Linux /proc), children before grandchildren. */
+function descendants(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // gone already
+    }
+  }
+  const found: number[] = [];
+  for (let queue = [root]; queue.length > 0; ) {
+    const pid = queue.shift()!;
+    for (const [child, parent] of parents) {
+      if (parent !== pid) continue;
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
 }
