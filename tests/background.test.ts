@@ -240,7 +240,8 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
         ],
       });
       const [, second, third] = run.requests;
-      expect(run.requests[0]!.tools!.map((t) => (t as Anthropic.Tool).name)).toEqual([
+      // The first fifteen: later chapters add their tools after them.
+      expect(run.requests[0]!.tools!.map((t) => (t as Anthropic.Tool).name).slice(0, 15)).toEqual([
         ...BASE_TOOLS,
         "todo_write",
         "task",

@@ -1,8 +1,14 @@
 /**
  * The chapter table every carry-forward suite reads. A mechanism's suite runs
- * against every chapter from the one that introduces it; a chapter that deliberately
- * changes a behaviour says so in `CHANGED` (no silent skips).
+ * against every chapter from the one that introduces it (`chaptersFrom`); a chapter that
+ * deliberately changes a behaviour says so in `CHANGED` (no silent skips). Suites that
+ * test modules directly rather than through `main` run on each distinct version of those
+ * modules and on the newest chapter (`moduleVersions`).
  */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+
 export interface Chapter {
   id: string;
   dir: string;
@@ -21,6 +27,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s09", dir: "s09-memory", title: "Memory" },
   { id: "s10", dir: "s10-tasks", title: "Task System" },
   { id: "s11", dir: "s11-background", title: "Background Tasks" },
+  { id: "s12", dir: "s12-cron", title: "Cron Scheduler" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */
@@ -56,6 +63,49 @@ export function chaptersFrom(first: string, behaviour?: string): Chapter[] {
     (chapter) =>
       number(chapter.id) >= number(first) && (!until || number(chapter.id) < number(until)),
   );
+}
+
+/**
+ * For suites that test a chapter's modules directly (not through `main`): the chapters from
+ * `first` on (as `chaptersFrom`) where `entries`, with every chapter file they import,
+ * differ from the previous chapter kept, plus the newest chapter. `course check` keeps a
+ * file that a chapter does not change byte-identical to the previous chapter's, so running
+ * such a suite on an identical copy again proves nothing new and costs a few seconds per
+ * chapter; suites that run a chapter through `main` (its composition) stay on every chapter.
+ */
+export function moduleVersions(first: string, entries: string[], behaviour?: string): Chapter[] {
+  const candidates = chaptersFrom(first, behaviour);
+  const kept: Chapter[] = [];
+  let previous = "";
+  for (const chapter of candidates) {
+    const digest = closureDigest(chapter, entries);
+    if (digest !== previous || chapter === candidates.at(-1)) kept.push(chapter);
+    previous = digest;
+  }
+  return kept;
+}
+
+/** A digest of `entries` and the chapter files they import (a missing file counts too). */
+function closureDigest(chapter: Chapter, entries: string[]): string {
+  const src = path.join(chapterDir(chapter), "src");
+  const seen = new Map<string, string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    const full = path.join(src, file);
+    const text = existsSync(full) ? readFileSync(full, "utf8") : "(missing)";
+    seen.set(file, text);
+    // Static value imports only: `import type` is erased, and harness.ts's lazy import of
+    // the demo runs only in the offline fallback, which these suites never start.
+    for (const match of text.matchAll(/^import (?!type )[^;]*?from "\.\/([\w.-]+\.ts)";/gms)) {
+      visit(match[1]!);
+    }
+  };
+  for (const entry of entries) visit(entry);
+  const hash = createHash("sha256");
+  for (const [file, text] of [...seen].sort(([a], [b]) => a.localeCompare(b))) {
+    hash.update(`${file}\0${text}\0`);
+  }
+  return hash.digest("hex");
 }
 
 export function chapterDir(chapter: Chapter): string {

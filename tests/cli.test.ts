@@ -43,6 +43,8 @@ interface Scenario {
   env?: Record<string, string>;
   /** Keeps stdin open and signals the run once stdout shows a text (see runPnpm). */
   signalAfter?: { text: string; signal: NodeJS.Signals };
+  /** Keeps stdin open until stdout shows a text, then ends it (see runPnpm). */
+  closeInputAfter?: string;
   /** Checks the run; `again` starts the chapter once more in the same workspace. */
   check(outcome: Outcome, again: (next: Scenario) => Promise<Outcome>): void | Promise<void>;
 }
@@ -272,6 +274,44 @@ SCENARIOS.s11 = {
   },
 };
 
+const isScheduled = (r: Request) => JSON.stringify(r.messages.at(-1)).includes("[Scheduled]");
+
+/** s12's run: a job for the next minute, due a couple of seconds after start-up. */
+SCENARIOS.s12 = {
+  title: "runs a one-shot job for the next minute as a scheduled turn, then exits at EOF",
+  input: "remind me at nine\n",
+  env: { ANTHROPIC_API_KEY: "cli-key", HARNESS_CLOCK_START: "2026-03-02T08:59:58" },
+  steps: [
+    {
+      when: (r) => withTools(r) && r.messages.length === 1,
+      reply: reply(
+        toolUse("schedule_cron", { cron: "0 9 * * *", prompt: "stand up", recurring: false }),
+      ),
+    },
+    { when: (r) => withTools(r) && afterTools(r), reply: reply(text("REMINDER SET")) },
+    { when: (r) => withTools(r) && isScheduled(r), reply: reply(text("SCHEDULED TURN DONE")) },
+  ],
+  closeInputAfter: "SCHEDULED TURN DONE",
+  check({ stdout, workdir, requests }) {
+    const scheduled = requests.filter((r) => withTools(r) && isScheduled(r));
+    expect(scheduled).toHaveLength(1);
+    expect(scheduled[0]!.messages.at(-1)).toEqual({
+      role: "user",
+      content: [{ type: "text", text: "[Scheduled] stand up" }],
+    });
+    expect(String(scheduled[0]!.system)).toContain(
+      "Current local time: 2026-03-02 09:00 (Monday, ",
+    );
+    expect(stdout).toMatch(/\[cron\] scheduled (cron_[0-9a-f]{8}): 0 9 \* \* \* -> stand up/);
+    expect(stdout).toContain("[cron] due cron_");
+    // Delivered only once the agent was idle, whenever it became due.
+    expect(stdout.indexOf("[cron] delivered cron_")).toBeGreaterThan(
+      stdout.indexOf("REMINDER SET"),
+    );
+    expect(readFileSync(path.join(workdir, ".harness", "cron.json"), "utf8")).toBe("[]\n");
+  },
+};
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   writeFiles(workdir, scenario.files ?? {});
   const server = await startFakeServer({ model: new ScriptedModel(scenario.steps) });
@@ -279,6 +319,7 @@ async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
     const run = await runPnpm(["--silent", "--filter", chapter.id, "start"], {
       input: scenario.input,
       signalAfter: scenario.signalAfter,
+      closeInputAfter: scenario.closeInputAfter,
       env: {
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "",

@@ -73,6 +73,21 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       ["  | [tool_result ", "  | [text] <task_notification>"],
     ],
   },
+  s12: {
+    contains: [
+      "  | Current local time: 2026-03-02 08:59 (Monday, ",
+      "  | [text] [Scheduled] Time to stretch: stand up, roll your shoulders",
+      "[one-shot, durable]",
+      "  No cron jobs.",
+    ],
+    order: [
+      ["  [cron] scheduled cron_", "s12 >> What is scheduled?"],
+      ["  [cron] due cron_", "  [cron] delivered cron_"],
+      ["One job: the stretch reminder", "  [cron] delivered cron_"],
+      ["  [cron] delivered cron_", "  | [text] [Scheduled] Time to stretch"],
+      ["  | [text] [Scheduled] Time to stretch", "  No cron jobs."],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

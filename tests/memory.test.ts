@@ -91,8 +91,12 @@ function inputOf(request: { messages: MessageParam[] } | undefined): string {
 }
 
 function systemOf(request: Request): string {
-  if (typeof request.system === "string") return request.system;
-  return (request.system ?? []).map((block) => block.text).join("\n");
+  const system =
+    typeof request.system === "string"
+      ? request.system
+      : (request.system ?? []).map((block) => block.text).join("\n");
+  // From s12 the per-turn clock line follows Memory (both dynamic); these checks are Memory's.
+  return system.replace(/\n\nCurrent local time: [^\n]*$/, "");
 }
 
 const toolNames = (request: Request) =>

@@ -33,7 +33,7 @@ import type * as PathsModule from "../chapters/s02-tools/src/paths.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
-import { type Chapter, chaptersFrom, importChapter } from "./chapters.ts";
+import { type Chapter, importChapter, moduleVersions } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import { baseTools, tempWorkspace } from "./helpers/run.ts";
@@ -324,177 +324,182 @@ const isMarker = (m: MessageParam | undefined) =>
 
 // Both chapters with compaction, every property (s09's layers are byte-identical to s08's,
 // but it is imported as a separate module and checked on its own).
-describe.each(chaptersFrom("s08"))("$id compaction properties", (chapter) => {
-  let compact: typeof CompactModule;
-  let layers: typeof LayersModule;
-  let workdir: string;
-  beforeAll(async () => {
-    compact = await importChapter<typeof CompactModule>(chapter, "compact.ts");
-    layers = await importChapter<typeof LayersModule>(chapter, "compact-layers.ts");
-    workdir = tempWorkspace("properties-compact");
-  });
-  afterAll(() => rmSync(workdir, { recursive: true, force: true }));
-
-  function setup(limits: Limits) {
-    // Only limits a user could configure: the same checks as the environment variables.
-    expect(layers.limitsFromEnv(envOf(limits, layers.LIMIT_VARIABLES))).toEqual(limits);
-    rmSync(path.join(workdir, ".harness"), { recursive: true, force: true });
-    const fake = fakeClient();
-    /** How often each layer said it acted (`[compact L1] …`). */
-    const layersActed = new Map<string, number>();
-    const compactor = new compact.Compactor({
-      workdir,
-      client: fake.client,
-      model: "m",
-      emit: (event) => {
-        const layer = event.type === "notice" ? /^\[compact (L\d)\]/.exec(event.text)?.[1] : null;
-        if (layer) layersActed.set(layer, (layersActed.get(layer) ?? 0) + 1);
-      },
-      log: nullLog(),
-      limits,
+describe.each(moduleVersions("s08", ["compact.ts", "compact-layers.ts"]))(
+  "$id compaction properties",
+  (chapter) => {
+    let compact: typeof CompactModule;
+    let layers: typeof LayersModule;
+    let workdir: string;
+    beforeAll(async () => {
+      compact = await importChapter<typeof CompactModule>(chapter, "compact.ts");
+      layers = await importChapter<typeof LayersModule>(chapter, "compact-layers.ts");
+      workdir = tempWorkspace("properties-compact");
     });
-    return { compactor, summaries: fake.requests, layersActed };
-  }
+    afterAll(() => rmSync(workdir, { recursive: true, force: true }));
 
-  it("L3, L1, L2, the whole pipeline (L4) and the reactive path keep every request valid", async () => {
-    const acted = { L3: 0, L1: 0, L2: 0, L4: 0, stubs: 0, reactive: 0 };
-    await checkAsync(
-      fc.asyncProperty(historySpec, limitsArb, async (specs, limits) => {
-        const { compactor, summaries } = setup(limits);
-        const history = historyOf(specs);
-        const frozen = structuredClone(history);
-        expectWellFormed(history);
-
-        // L3 budget: only the newest batch's results message (right after the last reply)
-        // changes, only by stubs; ids and order kept.
-        const budgeted = compactor.budget(history, "main");
-        expectWellFormed(budgeted);
-        expect(budgeted).toHaveLength(history.length);
-        const results = history.findLastIndex((m) => m.role === "assistant") + 1;
-        for (const [i, m] of budgeted.entries()) if (i !== results) expect(m).toBe(history[i]);
-        const stubs = { count: 0 };
-        expectNewestKept(budgeted, history, stubs);
-        if (budgeted !== history) {
-          acted.L3++;
-          expect(stubs.count).toBeGreaterThan(0);
-        }
-        acted.stubs += stubs.count;
-
-        // L1 snip: head + marker + tail, the tail holding the newest batch.
-        const snipped = compactor.snip(history, "main");
-        expectWellFormed(snipped);
-        if (history.length > limits.snipMaxMessages) expect(snipped).not.toBe(history);
-        if (snipped !== history) {
-          acted.L1++;
-          const marker = snipped.findIndex((m, i) => m !== history[i]);
-          expect(isMarker(snipped[marker])).toBe(true);
-          expect(marker).toBeGreaterThanOrEqual(limits.snipKeepHead);
-          const tail = snipped.slice(marker + 1);
-          expect(tail).toEqual(history.slice(history.length - tail.length));
-          for (const [i, m] of tail.entries()) {
-            expect(m).toBe(history[history.length - tail.length + i]);
-          }
-          const removed = history.length - marker - tail.length;
-          expect(snipped[marker]?.content).toMatch(new RegExp(`^\\[${removed} messages archived`));
-          expect(snipped.length).toBeLessThanOrEqual(limits.snipTargetMessages + 2);
-          expectNewestKept(snipped, history);
-        }
-
-        // L2 micro: exactly the long results seen before the last keepRecent become
-        // placeholders; nothing from the last assistant message on is touched.
-        const microed = compactor.micro(history, "main");
-        expectWellFormed(microed);
-        expect(microed.map(toolResultIds)).toEqual(history.map(toolResultIds));
-        expect(microed.map((m) => m.role)).toEqual(history.map((m) => m.role));
-        const last = lastAssistantIndex(history);
-        const seen = history.flatMap((m, i) =>
-          i < last && m.role === "user"
-            ? blocksOf(m).flatMap((b, j) => (b.type === "tool_result" ? [{ i, j }] : []))
-            : [],
-        );
-        const old = seen.slice(0, Math.max(0, seen.length - limits.keepRecent));
-        const expected = new Set(
-          old
-            .filter(
-              ({ i, j }) =>
-                resultText(blocksOf(history[i]!)[j] as ToolResult).length > limits.microMinLength,
-            )
-            .map(({ i, j }) => `${i}/${j}`),
-        );
-        const wrong = microed.flatMap((m, i) =>
-          blocksOf(m).flatMap((b, j) => {
-            const before = blocksOf(history[i]!)[j]!;
-            const want = expected.has(`${i}/${j}`)
-              ? { ...before, content: layers.MICRO_PLACEHOLDER }
-              : before;
-            return isDeepStrictEqual(b, want) ? [] : [`message ${i} block ${j}`];
-          }),
-        );
-        expect(wrong).toEqual([]);
-        if (microed !== history) acted.L2++;
-        expect(history).toEqual(frozen); // no layer edits its input
-
-        // The whole pipeline, in place; L4 when the result is still over the context limit.
-        const prepared = structuredClone(history);
-        await compactor.prepare(prepared, compactRun(workdir));
-        expectWellFormed(prepared);
-        expectNewestKept(prepared, history);
-        if (summaries.length > 0) {
-          acted.L4++;
-          expect(summaries).toHaveLength(1);
-          expect(validateMessageRequest(summaries[0])).toBeNull();
-          const input = summaries[0]!.messages[0]!.content as string;
-          expect(input.length).toBeLessThanOrEqual(limits.summaryInputLimit + MIDDLE.length);
-          expect(prepared[0]?.content).toMatch(/^\[Compacted\]\n\nCurrent user request:\n/);
-          expect(prepared.length).toBe(1 + history.length - Math.max(0, last));
-        } else {
-          expect(JSON.stringify(prepared).length + 2).toBeLessThanOrEqual(limits.contextLimit);
-        }
-
-        // The reactive path: a summary and the last five messages, a pair never split.
-        const reacted = structuredClone(history);
-        await compactor.reactive(reacted, compactRun(workdir));
-        expectWellFormed(reacted);
-        expect(reacted[0]?.content).toMatch(/^\[Compacted\]/);
-        const kept = reacted.slice(1);
-        expect(kept).toEqual(history.slice(history.length - kept.length));
-        if (history.length > 5) expect(kept.length).toBeGreaterThanOrEqual(5);
-        if (kept.length > 0) acted.reactive++;
-      }),
-      60,
-    );
-    // The properties are not vacuous: every layer acted in some runs.
-    expect(acted.L3).toBeGreaterThan(5);
-    expect(acted.stubs).toBeGreaterThan(5);
-    expect(acted.L1).toBeGreaterThan(5);
-    expect(acted.L2).toBeGreaterThan(5);
-    expect(acted.L4).toBeGreaterThan(5);
-    expect(acted.reactive).toBeGreaterThan(5);
-  });
-
-  it("a growing session, the pipeline before every model call, stays valid and keeps each new batch", async () => {
-    const acted = new Map<string, number>();
-    await checkAsync(
-      fc.asyncProperty(historySpec, limitsArb, async (specs, limits) => {
-        const { compactor, layersActed } = setup(limits);
-        const history: MessageParam[] = [user("request under test")];
-        for (const exchange of buildExchanges(specs, "g")) {
-          history.push(...structuredClone(exchange));
-          const before = structuredClone(history);
-          await compactor.prepare(history, compactRun(workdir));
-          expectWellFormed(history);
-          expectNewestKept(history, before);
-        }
-        for (const [layer, n] of layersActed) acted.set(layer, (acted.get(layer) ?? 0) + n);
-      }),
-      20,
-    );
-    // Every layer acted, again and again, on histories earlier layers had already reduced.
-    for (const layer of ["L1", "L2", "L3", "L4"]) {
-      expect(acted.get(layer) ?? 0, layer).toBeGreaterThan(10);
+    function setup(limits: Limits) {
+      // Only limits a user could configure: the same checks as the environment variables.
+      expect(layers.limitsFromEnv(envOf(limits, layers.LIMIT_VARIABLES))).toEqual(limits);
+      rmSync(path.join(workdir, ".harness"), { recursive: true, force: true });
+      const fake = fakeClient();
+      /** How often each layer said it acted (`[compact L1] …`). */
+      const layersActed = new Map<string, number>();
+      const compactor = new compact.Compactor({
+        workdir,
+        client: fake.client,
+        model: "m",
+        emit: (event) => {
+          const layer = event.type === "notice" ? /^\[compact (L\d)\]/.exec(event.text)?.[1] : null;
+          if (layer) layersActed.set(layer, (layersActed.get(layer) ?? 0) + 1);
+        },
+        log: nullLog(),
+        limits,
+      });
+      return { compactor, summaries: fake.requests, layersActed };
     }
-  });
-});
+
+    it("L3, L1, L2, the whole pipeline (L4) and the reactive path keep every request valid", async () => {
+      const acted = { L3: 0, L1: 0, L2: 0, L4: 0, stubs: 0, reactive: 0 };
+      await checkAsync(
+        fc.asyncProperty(historySpec, limitsArb, async (specs, limits) => {
+          const { compactor, summaries } = setup(limits);
+          const history = historyOf(specs);
+          const frozen = structuredClone(history);
+          expectWellFormed(history);
+
+          // L3 budget: only the newest batch's results message (right after the last reply)
+          // changes, only by stubs; ids and order kept.
+          const budgeted = compactor.budget(history, "main");
+          expectWellFormed(budgeted);
+          expect(budgeted).toHaveLength(history.length);
+          const results = history.findLastIndex((m) => m.role === "assistant") + 1;
+          for (const [i, m] of budgeted.entries()) if (i !== results) expect(m).toBe(history[i]);
+          const stubs = { count: 0 };
+          expectNewestKept(budgeted, history, stubs);
+          if (budgeted !== history) {
+            acted.L3++;
+            expect(stubs.count).toBeGreaterThan(0);
+          }
+          acted.stubs += stubs.count;
+
+          // L1 snip: head + marker + tail, the tail holding the newest batch.
+          const snipped = compactor.snip(history, "main");
+          expectWellFormed(snipped);
+          if (history.length > limits.snipMaxMessages) expect(snipped).not.toBe(history);
+          if (snipped !== history) {
+            acted.L1++;
+            const marker = snipped.findIndex((m, i) => m !== history[i]);
+            expect(isMarker(snipped[marker])).toBe(true);
+            expect(marker).toBeGreaterThanOrEqual(limits.snipKeepHead);
+            const tail = snipped.slice(marker + 1);
+            expect(tail).toEqual(history.slice(history.length - tail.length));
+            for (const [i, m] of tail.entries()) {
+              expect(m).toBe(history[history.length - tail.length + i]);
+            }
+            const removed = history.length - marker - tail.length;
+            expect(snipped[marker]?.content).toMatch(
+              new RegExp(`^\\[${removed} messages archived`),
+            );
+            expect(snipped.length).toBeLessThanOrEqual(limits.snipTargetMessages + 2);
+            expectNewestKept(snipped, history);
+          }
+
+          // L2 micro: exactly the long results seen before the last keepRecent become
+          // placeholders; nothing from the last assistant message on is touched.
+          const microed = compactor.micro(history, "main");
+          expectWellFormed(microed);
+          expect(microed.map(toolResultIds)).toEqual(history.map(toolResultIds));
+          expect(microed.map((m) => m.role)).toEqual(history.map((m) => m.role));
+          const last = lastAssistantIndex(history);
+          const seen = history.flatMap((m, i) =>
+            i < last && m.role === "user"
+              ? blocksOf(m).flatMap((b, j) => (b.type === "tool_result" ? [{ i, j }] : []))
+              : [],
+          );
+          const old = seen.slice(0, Math.max(0, seen.length - limits.keepRecent));
+          const expected = new Set(
+            old
+              .filter(
+                ({ i, j }) =>
+                  resultText(blocksOf(history[i]!)[j] as ToolResult).length > limits.microMinLength,
+              )
+              .map(({ i, j }) => `${i}/${j}`),
+          );
+          const wrong = microed.flatMap((m, i) =>
+            blocksOf(m).flatMap((b, j) => {
+              const before = blocksOf(history[i]!)[j]!;
+              const want = expected.has(`${i}/${j}`)
+                ? { ...before, content: layers.MICRO_PLACEHOLDER }
+                : before;
+              return isDeepStrictEqual(b, want) ? [] : [`message ${i} block ${j}`];
+            }),
+          );
+          expect(wrong).toEqual([]);
+          if (microed !== history) acted.L2++;
+          expect(history).toEqual(frozen); // no layer edits its input
+
+          // The whole pipeline, in place; L4 when the result is still over the context limit.
+          const prepared = structuredClone(history);
+          await compactor.prepare(prepared, compactRun(workdir));
+          expectWellFormed(prepared);
+          expectNewestKept(prepared, history);
+          if (summaries.length > 0) {
+            acted.L4++;
+            expect(summaries).toHaveLength(1);
+            expect(validateMessageRequest(summaries[0])).toBeNull();
+            const input = summaries[0]!.messages[0]!.content as string;
+            expect(input.length).toBeLessThanOrEqual(limits.summaryInputLimit + MIDDLE.length);
+            expect(prepared[0]?.content).toMatch(/^\[Compacted\]\n\nCurrent user request:\n/);
+            expect(prepared.length).toBe(1 + history.length - Math.max(0, last));
+          } else {
+            expect(JSON.stringify(prepared).length + 2).toBeLessThanOrEqual(limits.contextLimit);
+          }
+
+          // The reactive path: a summary and the last five messages, a pair never split.
+          const reacted = structuredClone(history);
+          await compactor.reactive(reacted, compactRun(workdir));
+          expectWellFormed(reacted);
+          expect(reacted[0]?.content).toMatch(/^\[Compacted\]/);
+          const kept = reacted.slice(1);
+          expect(kept).toEqual(history.slice(history.length - kept.length));
+          if (history.length > 5) expect(kept.length).toBeGreaterThanOrEqual(5);
+          if (kept.length > 0) acted.reactive++;
+        }),
+        60,
+      );
+      // The properties are not vacuous: every layer acted in some runs.
+      expect(acted.L3).toBeGreaterThan(5);
+      expect(acted.stubs).toBeGreaterThan(5);
+      expect(acted.L1).toBeGreaterThan(5);
+      expect(acted.L2).toBeGreaterThan(5);
+      expect(acted.L4).toBeGreaterThan(5);
+      expect(acted.reactive).toBeGreaterThan(5);
+    });
+
+    it("a growing session, the pipeline before every model call, stays valid and keeps each new batch", async () => {
+      const acted = new Map<string, number>();
+      await checkAsync(
+        fc.asyncProperty(historySpec, limitsArb, async (specs, limits) => {
+          const { compactor, layersActed } = setup(limits);
+          const history: MessageParam[] = [user("request under test")];
+          for (const exchange of buildExchanges(specs, "g")) {
+            history.push(...structuredClone(exchange));
+            const before = structuredClone(history);
+            await compactor.prepare(history, compactRun(workdir));
+            expectWellFormed(history);
+            expectNewestKept(history, before);
+          }
+          for (const [layer, n] of layersActed) acted.set(layer, (acted.get(layer) ?? 0) + n);
+        }),
+        20,
+      );
+      // Every layer acted, again and again, on histories earlier layers had already reduced.
+      for (const layer of ["L1", "L2", "L3", "L4"]) {
+        expect(acted.get(layer) ?? 0, layer).toBeGreaterThan(10);
+      }
+    });
+  },
+);
 
 // =======================================================================================
 // 2. Permission command parsing (s03+)
@@ -696,7 +701,7 @@ const harmlessCore = fc.oneof(
     .map(([args, separator]) => `echo ${args.join(" ")}${separator}ls`),
 );
 
-const PERMISSION_CHAPTERS = chaptersFrom("s03");
+const PERMISSION_CHAPTERS = moduleVersions("s03", ["permissions.ts"]);
 describe.each(PERMISSION_CHAPTERS)("$id permission parsing properties", (chapter) => {
   const runs = runsFor(chapter, PERMISSION_CHAPTERS, 300, 40);
   let perm: typeof PermissionsModule;
@@ -823,7 +828,7 @@ const SEGMENTS = [
   "new.txt",
 ];
 
-const PATH_CHAPTERS = chaptersFrom("s02");
+const PATH_CHAPTERS = moduleVersions("s02", ["paths.ts"]);
 describe.each(PATH_CHAPTERS)("$id path confinement properties", (chapter) => {
   const runs = runsFor(chapter, PATH_CHAPTERS, 400, 60);
   let paths: typeof PathsModule;

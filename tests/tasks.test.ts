@@ -836,7 +836,8 @@ describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
         ],
       });
       const [main, child] = run.requests as [Request, Request];
-      expect(toolNames(main)).toEqual([
+      // The first fifteen: later chapters add their tools after them.
+      expect(toolNames(main).slice(0, 15)).toEqual([
         ...BASE_TOOLS,
         "todo_write",
         "task",

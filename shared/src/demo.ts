@@ -6,12 +6,12 @@
 import { mkdtempSync, realpathSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { PassThrough, Readable, Writable } from "node:stream";
 import type { Env } from "./config.ts";
 import { startFakeServer } from "./fake-server.ts";
 import type { Main, MainIO } from "./io.ts";
 import { type MessageRequest, ScriptedModel, type ScriptStep } from "./scripted.ts";
-import { colorEnabled, createStyle, type Style } from "./style.ts";
+import { colorEnabled, createStyle, type Style, stripAnsi } from "./style.ts";
 
 /** A script step that can also show what the model was sent (where that is the lesson). */
 export interface DemoStep extends ScriptStep {
@@ -37,11 +37,20 @@ export interface DemoOptions {
   setup?: (workdir: string) => void;
   /** Extra variables for the chapter (short timeouts, limits); the demo prints them. */
   env?: Env;
+  /**
+   * Keeps each session's input open after its prompts until the output shows this text
+   * (at most HOLD_INPUT_LIMIT_MS), for work that arrives later than typed lines (s12's
+   * scheduled turns); then the input ends as usual. Without it the input ends after the
+   * last prompt, and the REPL stops there.
+   */
+  holdInputUntil?: string;
   /** True when `start` fell back to the demo because nothing is configured. */
   noCredentials?: boolean;
 }
 
 const DROPPED = /^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$)/;
+/** The longest a held input waits for its text (a script that went wrong still ends). */
+export const HOLD_INPUT_LIMIT_MS = 15_000;
 
 export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOptions) {
   const style = createStyle(colorEnabled(io.stdout, io.env));
@@ -83,8 +92,14 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
     for (const [i, prompts] of [demo.prompts, ...(demo.moreSessions ?? [])].entries()) {
       if (i > 0)
         say(style.bold("\n--- the harness restarts: a new session in the same workspace ---\n"));
-      const stdin = Readable.from(prompts.map((line) => `${line}\n`));
-      code = await demo.main({ argv: [], stdin, stdout: io.stdout, env });
+      const lines = prompts.map((line) => `${line}\n`);
+      const held = demo.holdInputUntil ? holdInput(lines, io.stdout, demo.holdInputUntil) : null;
+      const stdin = held?.stdin ?? Readable.from(lines);
+      try {
+        code = await demo.main({ argv: [], stdin, stdout: held?.stdout ?? io.stdout, env });
+      } finally {
+        held?.release();
+      }
       if (code !== 0) break;
     }
     say("");
@@ -94,6 +109,33 @@ export async function runDemo(io: Pick<MainIO, "stdout" | "env">, demo: DemoOpti
   } finally {
     await server.close();
   }
+}
+
+/**
+ * An input that stays open after `lines` until `text` appears in what is written to the
+ * returned stdout (which passes everything on to `out`). Its timer also keeps Node running
+ * while the chapter waits on unref'd timers of its own.
+ */
+function holdInput(lines: string[], out: MainIO["stdout"], text: string) {
+  const stdin = new PassThrough();
+  for (const line of lines) stdin.write(line);
+  const end = () => {
+    clearTimeout(timer);
+    if (!stdin.writableEnded) stdin.end();
+  };
+  const timer = setTimeout(end, HOLD_INPUT_LIMIT_MS);
+  let seen = "";
+  const stdout = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      out.write(chunk);
+      // The text may arrive split over writes: keep a tail as long as the text.
+      seen = (seen + stripAnsi(chunk.toString())).slice(-(text.length + 4096));
+      if (seen.includes(text)) end();
+      done();
+    },
+  }) as Writable & { isTTY?: boolean };
+  stdout.isTTY = out.isTTY;
+  return { stdin, stdout, release: end };
 }
 
 /** The step as the scripted model runs it: its reply, preceded by what it was sent. */

@@ -49,6 +49,11 @@ export function runPnpm(
      * chapter's own process (the node under pnpm), as a supervisor stopping it would.
      */
     signalAfter?: { text: string; signal: NodeJS.Signals };
+    /**
+     * Keeps stdin open after `input` and ends it once stdout shows this text, for work that
+     * comes after the typed lines (s12's scheduled turns); the chapter then exits at EOF.
+     */
+    closeInputAfter?: string;
   },
 ): Promise<CliRun> {
   const [command, ...prefix] = pnpmCommand();
@@ -74,6 +79,10 @@ export function runPnpm(
     let signalled = false;
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
+      const close = options.closeInputAfter;
+      if (close && !child.stdin.writableEnded && stripAnsi(stdout).includes(close)) {
+        child.stdin.end();
+      }
       const after = options.signalAfter;
       if (after && !signalled && child.pid && stripAnsi(stdout).includes(after.text)) {
         signalled = true;
@@ -94,7 +103,7 @@ export function runPnpm(
       clearTimeout(timer);
       resolve({ code, stdout: stripAnsi(stdout), stderr: stripAnsi(stderr) });
     });
-    if (options.signalAfter) child.stdin.write(options.input ?? "");
+    if (options.signalAfter || options.closeInputAfter) child.stdin.write(options.input ?? "");
     else child.stdin.end(options.input ?? "");
   });
 }
