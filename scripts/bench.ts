@@ -12,7 +12,9 @@
  * A second table runs each chapter as a process, the way a learner does:
  *   pnpm start→prompt / →exit = `pnpm --filter sNN start` from the repository root through the
  *       pinned pnpm, stdin at EOF, a dummy key and a closed base URL: median ms from spawn to
- *       the first `sNN >> ` on stdout, and to the process's exit (PNPM_START_RUNS runs)
+ *       the banner's last line (`Type a request …`, after which the REPL waits for input; on
+ *       piped stdin the `sNN >> ` prompt is written only with a line) on stdout, and to the
+ *       process's exit (PNPM_START_RUNS runs)
  *   RSS at start = max RSS (MiB) of `node --import tsx src/main.ts`, stdin at EOF (median of
  *       RSS_START_RUNS runs); the preload scripts/bench-rss.mjs reports it at exit
  *   RSS 300 rounds = the same, over a session of SESSION_ROUNDS bash rounds against the fake
@@ -57,6 +59,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** How the compaction summary's system prompt starts (compact.ts): marks a summary call. */
 const SUMMARY_PROMPT_START = "Summarise the supplied coding-agent conversation";
 export const ROUNDS = 200;
+/** The banner's last line: the REPL waits for input right after it. */
+const READY = "Type a request and press Enter";
 const SIZE_AT = [1, 10, 100, 200];
 
 export interface ChapterBench {
@@ -287,10 +291,10 @@ async function pnpmStart(dir: string): Promise<{ promptMs: number; exitMs: numbe
       const run = await runProcess([...pnpmCommand(), "--filter", id, "start"], {
         cwd: ROOT,
         env: childEnv({ ANTHROPIC_BASE_URL: CLOSED_BASE_URL, WORKDIR: temp.workdir }),
-        prompt: `${id} >> `,
+        prompt: READY,
       });
       const what = `pnpm --filter ${id} start`;
-      if (run.promptMs === null) throw processFailure(what, run, `no "${id} >> " on stdout`);
+      if (run.promptMs === null) throw processFailure(what, run, `no "${READY}" on stdout`);
       if (run.code !== 0) throw processFailure(what, run, "failed at EOF");
       prompt.push(run.promptMs);
       exit.push(run.exitMs);
@@ -322,11 +326,11 @@ async function chapterProcess(
       cwd: path.join(ROOT, "chapters", dir),
       env: childEnv({ WORKDIR: temp.workdir, BENCH_RSS_FILE: temp.rssFile, ...vars }),
       input,
-      prompt: `${id} >> `,
+      prompt: READY,
     },
   );
   const what = `${id} as a process`;
-  if (run.promptMs === null) throw processFailure(what, run, `no "${id} >> " on stdout`);
+  if (run.promptMs === null) throw processFailure(what, run, `no "${READY}" on stdout`);
   if (run.code !== 0) throw processFailure(what, run, "did not exit cleanly");
   const report = existsSync(temp.rssFile) ? readFileSync(temp.rssFile, "utf8") : "";
   const kib = report

@@ -1,6 +1,6 @@
 /**
  * The REPL: one event, one turn. Everything arrives through the line reader's one queue:
- * typed lines, and from s11 on events of the sources mechanisms register (each event kind
+ * typed lines, and from s12 on events of the sources mechanisms register (each event kind
  * is handed to the source that registered it). Quit words, EOF and Ctrl-C at the prompt end
  * the session with status 0; blank lines re-prompt; slash commands are handled here and
  * never reach the model.
