@@ -12,9 +12,16 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BackgroundModule from "../chapters/s11-background/src/background.ts";
 import type * as BashModule from "../chapters/s11-background/src/bash.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
+import { chaptersFrom, importChapter, S10_TOOLS } from "./chapters.ts";
 import { endsWithin, isAlive, killQuietly, waitForPid } from "./helpers/process.ts";
-import { afterTools, runChapter, sessionLog, tempWorkspace, userSaid } from "./helpers/run.ts";
+import {
+  afterTools,
+  runChapter,
+  sessionLog,
+  tempWorkspace,
+  toolNames,
+  userSaid,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 type Block = Anthropic.ContentBlockParam;
@@ -241,19 +248,7 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
       });
       const [, second, third] = run.requests;
       // The first fifteen: later chapters add their tools after them.
-      expect(run.requests[0]!.tools!.map((t) => (t as Anthropic.Tool).name).slice(0, 15)).toEqual([
-        ...BASE_TOOLS,
-        "todo_write",
-        "task",
-        "load_skill",
-        "compact",
-        "create_task",
-        "update_task",
-        "list_tasks",
-        "get_task",
-        "claim_task",
-        "complete_task",
-      ]);
+      expect(toolNames(run.requests[0]!).slice(0, 15)).toEqual(S10_TOOLS);
       const bashSpec = run.requests[0]!.tools!.find(
         (t) => (t as Anthropic.Tool).name === "bash",
       ) as Anthropic.Tool;

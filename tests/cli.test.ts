@@ -41,10 +41,8 @@ interface Scenario {
   steps: ScriptStep[];
   files?: Record<string, string>;
   env?: Record<string, string>;
-  /** Keeps stdin open and signals the run once stdout shows a text (see runPnpm). */
-  signalAfter?: { text: string; signal: NodeJS.Signals };
-  /** Keeps stdin open until stdout shows a text, then ends it (see runPnpm). */
-  closeInputAfter?: string;
+  /** Keeps stdin open until stdout shows a text, then ends it or signals the chapter (runPnpm). */
+  whenShown?: { text: string; action: "end input" | NodeJS.Signals };
   /** Checks the run; `again` starts the chapter once more in the same workspace. */
   check(outcome: Outcome, again: (next: Scenario) => Promise<Outcome>): void | Promise<void>;
 }
@@ -257,7 +255,7 @@ SCENARIOS.s11 = {
     },
     { when: (r) => withTools(r) && afterTools(r), reply: reply(text("JOB CHECKED")) },
   ],
-  signalAfter: { text: "JOB CHECKED", signal: "SIGTERM" },
+  whenShown: { text: "JOB CHECKED", action: "SIGTERM" },
   async check({ stdout, workdir, requests }) {
     const second = requests.filter(withTools)[1]!;
     const last = second.messages.at(-1)!.content as Anthropic.ContentBlockParam[];
@@ -291,7 +289,7 @@ SCENARIOS.s12 = {
     { when: (r) => withTools(r) && afterTools(r), reply: reply(text("REMINDER SET")) },
     { when: (r) => withTools(r) && isScheduled(r), reply: reply(text("SCHEDULED TURN DONE")) },
   ],
-  closeInputAfter: "SCHEDULED TURN DONE",
+  whenShown: { text: "SCHEDULED TURN DONE", action: "end input" },
   check({ stdout, workdir, requests }) {
     const scheduled = requests.filter((r) => withTools(r) && isScheduled(r));
     expect(scheduled).toHaveLength(1);
@@ -318,8 +316,7 @@ async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   try {
     const run = await runPnpm(["--silent", "--filter", chapter.id, "start"], {
       input: scenario.input,
-      signalAfter: scenario.signalAfter,
-      closeInputAfter: scenario.closeInputAfter,
+      whenShown: scenario.whenShown,
       env: {
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "",

@@ -37,6 +37,7 @@ import {
   runChapter,
   sessionLog,
   tempWorkspace,
+  toolNames,
   userSaid,
 } from "./helpers/run.ts";
 
@@ -280,7 +281,6 @@ const lastAssistantIndex = (messages: MessageParam[]) =>
 // ---------------------------------------------------------------------------------------
 // Through the chapter
 
-const toolNames = (request: Request) => (request.tools as Anthropic.Tool[]).map((t) => t.name);
 /** A summary call: no tools, the summariser's system prompt (later chapters add other side calls). */
 const isSummary = (request: Request) =>
   !offersTools(request) &&

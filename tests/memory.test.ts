@@ -35,7 +35,7 @@ import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.t
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
-import { runChapter, sessionLog, tempWorkspace, writeFiles } from "./helpers/run.ts";
+import { runChapter, sessionLog, tempWorkspace, toolNames, writeFiles } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 type MessageParam = Anthropic.MessageParam;
@@ -99,8 +99,6 @@ function systemOf(request: Request): string {
   return system.replace(/\n\nCurrent local time: [^\n]*$/, "");
 }
 
-const toolNames = (request: Request) =>
-  ((request.tools ?? []) as Anthropic.Tool[]).map((tool) => tool.name);
 const isSelect = (request: Request) =>
   !offersTools(request) && inputOf(request).startsWith("Select memory records");
 const isExtract = (request: Request) =>

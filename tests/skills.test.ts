@@ -17,6 +17,7 @@ import {
   runChapter,
   sessionLog,
   tempWorkspace,
+  toolNames,
   writeFiles,
 } from "./helpers/run.ts";
 
@@ -625,8 +626,6 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
   describe("through the chapter", () => {
     const BODY_MARKER = "BODY-MARKER-7f3a";
     const skillText = `---\nname: deploy\ndescription: Ship the app to staging. Use when asked to deploy.\n---\n# Deploy\n\n${BODY_MARKER}: run make deploy.\n`;
-    const toolNames = (r: Anthropic.MessageCreateParams) =>
-      (r.tools as Anthropic.Tool[]).map((tool) => tool.name);
     const isChild = (r: Anthropic.MessageCreateParams) => !toolNames(r).includes("task");
 
     it("puts the catalog line in the system prompt, never the body; load_skill returns the whole file", async () => {

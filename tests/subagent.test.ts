@@ -16,10 +16,10 @@ import {
   runChapter,
   SLEEP_30,
   sessionLog,
+  toolNames,
 } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
-const toolNames = (request: Request) => (request.tools as Anthropic.Tool[]).map((t) => t.name);
 const isChild = (request: Request) => !toolNames(request).includes("task");
 const isParent = (request: Request) => !isChild(request);
 const parentAfterTools = (request: Request) =>

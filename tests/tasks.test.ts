@@ -29,7 +29,14 @@ import type * as StoreModule from "../chapters/s10-tasks/src/tasks-store.ts";
 import { BASE_TOOLS, chapterDir, chaptersFrom, importChapter } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { isAlive } from "./helpers/process.ts";
-import { afterTools, lastToolResults, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
+import {
+  afterTools,
+  lastToolResults,
+  runChapter,
+  tempWorkspace,
+  toolNames,
+  userSaid,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 type Task = StoreModule.Task;
@@ -51,8 +58,6 @@ const SECTION =
 const PRIORITY_ERROR = "Error: priority must be an integer between 0 and 10";
 const CLAIMER = new URL("./helpers/task-claimer.ts", import.meta.url).pathname;
 
-const toolNames = (request: Request) =>
-  ((request.tools ?? []) as Anthropic.Tool[]).map((t) => t.name);
 const systemOf = (request: Request) => String(request.system);
 const isMain = (request: Request) => toolNames(request).includes("task");
 

@@ -45,15 +45,12 @@ export function runPnpm(
     cwd?: string;
     timeoutMs?: number;
     /**
-     * Keeps stdin open after `input` and, once stdout shows `text`, sends `signal` to the
-     * chapter's own process (the node under pnpm), as a supervisor stopping it would.
+     * Keeps stdin open after `input` until stdout shows `text`, then either ends stdin (work
+     * that comes after the typed lines: s12's scheduled turns; the chapter exits at EOF) or
+     * sends a signal to the chapter's own process, the node under pnpm, as a supervisor
+     * stopping it would (s11).
      */
-    signalAfter?: { text: string; signal: NodeJS.Signals };
-    /**
-     * Keeps stdin open after `input` and ends it once stdout shows this text, for work that
-     * comes after the typed lines (s12's scheduled turns); the chapter then exits at EOF.
-     */
-    closeInputAfter?: string;
+    whenShown?: { text: string; action: "end input" | NodeJS.Signals };
   },
 ): Promise<CliRun> {
   const [command, ...prefix] = pnpmCommand();
@@ -76,23 +73,22 @@ export function runPnpm(
     });
     let stdout = "";
     let stderr = "";
-    let signalled = false;
+    let acted = false;
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
-      const close = options.closeInputAfter;
-      if (close && !child.stdin.writableEnded && stripAnsi(stdout).includes(close)) {
+      const when = options.whenShown;
+      if (!when || acted || !child.pid || !stripAnsi(stdout).includes(when.text)) return;
+      acted = true;
+      if (when.action === "end input") {
         child.stdin.end();
+        return;
       }
-      const after = options.signalAfter;
-      if (after && !signalled && child.pid && stripAnsi(stdout).includes(after.text)) {
-        signalled = true;
-        // pnpm runs the script through a shell; the chapter is the node process below it.
-        const chapter = descendants(child.pid).find((pid) =>
-          /^\S*node .*main\.ts/.test(commandLine(pid)),
-        );
-        if (chapter === undefined) reject(new Error("signalAfter: no chapter process under pnpm"));
-        else process.kill(chapter, after.signal);
-      }
+      // pnpm runs the script through a shell; the chapter is the node process below it.
+      const chapter = descendants(child.pid).find((pid) =>
+        /^\S*node .*main\.ts/.test(commandLine(pid)),
+      );
+      if (chapter === undefined) reject(new Error("whenShown: no chapter process under pnpm"));
+      else process.kill(chapter, when.action);
     });
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
@@ -103,7 +99,7 @@ export function runPnpm(
       clearTimeout(timer);
       resolve({ code, stdout: stripAnsi(stdout), stderr: stripAnsi(stderr) });
     });
-    if (options.signalAfter || options.closeInputAfter) child.stdin.write(options.input ?? "");
+    if (options.whenShown) child.stdin.write(options.input ?? "");
     else child.stdin.end(options.input ?? "");
   });
 }

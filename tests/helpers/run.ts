@@ -161,6 +161,10 @@ export function lastToolResults(
   return blocks.flatMap((block) => (block.type === "tool_result" ? [block] : []));
 }
 
+/** The names of the tools a request offers, in order ([] for a side call). */
+export const toolNames = (request: Anthropic.MessageCreateParams): string[] =>
+  ((request.tools ?? []) as Anthropic.Tool[]).map((tool) => tool.name);
+
 /** True when the request's last message carries tool results (the model's next round). */
 export const afterTools = (request: Anthropic.MessageCreateParams) =>
   lastToolResults(request).length > 0;

@@ -22,9 +22,15 @@
  *   restore:     back to the front of the queue (the model never got the prompt)
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import path from "node:path";
-import { HARNESS_DIR, harnessPath, type Tone, type ToolOutput, writeFileAtomic } from "shared";
+import {
+  HARNESS_DIR,
+  harnessPath,
+  readJsonState,
+  type Tone,
+  type ToolOutput,
+  writeFileAtomic,
+} from "shared";
 import { cronError, cronMatches, tidyCron } from "./cron-parse.ts";
 import type { BannerLine } from "./mechanism.ts";
 
@@ -141,32 +147,18 @@ export class CronStore {
    */
   load(): LoadReport {
     const report: LoadReport = { loaded: [], skipped: [] };
-    let text: string;
-    try {
-      text = readFileSync(this.file, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        this.corrupt = null;
-        return report;
-      }
-      this.corrupt = `unreadable: ${(error as Error).message}`;
-      return report;
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      this.corrupt = `invalid JSON (${(error as Error).message})`;
-      return report;
-    }
-    if (!Array.isArray(value)) {
-      this.corrupt = "not a JSON array";
+    const read = readJsonState<unknown[]>(this.file, (value) =>
+      Array.isArray(value) ? null : "not a JSON array",
+    );
+    if (read.status !== "ok") {
+      // readJsonState starts its reason with the path; the [cron] line names the file itself.
+      this.corrupt = read.status === "corrupt" ? read.error.slice(this.file.length + 2) : null;
       return report;
     }
     this.corrupt = null;
     const taken = new Set(this.jobs.keys());
     const entries: Entry[] = [];
-    for (const item of value) {
+    for (const item of read.value) {
       const job = savedJob(item, taken);
       if (typeof job === "string") {
         report.skipped.push(job);
