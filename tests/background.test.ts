@@ -12,7 +12,7 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BackgroundModule from "../chapters/s11-background/src/background.ts";
 import type * as BashModule from "../chapters/s11-background/src/bash.ts";
-import { chaptersFrom, importChapter, S10_TOOLS } from "./chapters.ts";
+import { chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
 import { endsWithin, isAlive, killQuietly, waitForPid } from "./helpers/process.ts";
 import {
   afterTools,
@@ -36,6 +36,11 @@ const notificationsIn = (request: Request) =>
   textsOf(lastBlocks(request)).filter((t) => t.startsWith("<task_notification>"));
 const bgCall = (command: string) => toolUse("bash", { command, run_in_background: true });
 
+// Module-level blocks run only where these modules differ: identical copies prove nothing new.
+const MODULE_CHAPTERS = new Set(
+  moduleVersions("s11", ["background.ts", "bash.ts"]).map((c) => c.id),
+);
+
 describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
   let bg: typeof BackgroundModule;
   let bash: typeof BashModule;
@@ -46,192 +51,195 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
   const jobs = (timeoutMs = 5000) =>
     new bg.BackgroundJobs({ workdir: tempWorkspace("bg"), timeoutMs });
 
-  describe("the job table", () => {
-    it("numbers jobs bg_0001…, answers at once, and delivers each ended job exactly once", async () => {
-      const table = jobs();
-      expect(table.start("printf ready")).toEqual({
-        content: "[Background task bg_0001 started] The result will be collected on a later turn.",
+  if (MODULE_CHAPTERS.has(chapter.id)) {
+    describe("the job table", () => {
+      it("numbers jobs bg_0001…, answers at once, and delivers each ended job exactly once", async () => {
+        const table = jobs();
+        expect(table.start("printf ready")).toEqual({
+          content:
+            "[Background task bg_0001 started] The result will be collected on a later turn.",
+        });
+        expect(table.jobs.get("bg_0001")?.status).toBe("running");
+        expect(table.collect()).toEqual([]);
+        await table.settled();
+        const [job] = table.collect();
+        expect(job).toMatchObject({ id: "bg_0001", status: "completed", result: "ready" });
+        expect(bg.notificationText(job!)).toBe(
+          [
+            "<task_notification>",
+            "  <task_id>bg_0001</task_id>",
+            "  <status>completed</status>",
+            "  <command>printf ready</command>",
+            "  <summary>ready</summary>",
+            "</task_notification>",
+          ].join("\n"),
+        );
+        expect(table.collect()).toEqual([]);
+        expect(table.start("true").content).toContain("bg_0002");
       });
-      expect(table.jobs.get("bg_0001")?.status).toBe("running");
-      expect(table.collect()).toEqual([]);
-      await table.settled();
-      const [job] = table.collect();
-      expect(job).toMatchObject({ id: "bg_0001", status: "completed", result: "ready" });
-      expect(bg.notificationText(job!)).toBe(
-        [
-          "<task_notification>",
-          "  <task_id>bg_0001</task_id>",
-          "  <status>completed</status>",
-          "  <command>printf ready</command>",
-          "  <summary>ready</summary>",
-          "</task_notification>",
-        ].join("\n"),
-      );
-      expect(table.collect()).toEqual([]);
-      expect(table.start("true").content).toContain("bg_0002");
-    });
 
-    it("marks a non-zero exit, a timeout and a blank command as failures, in the foreground's words", async () => {
-      const table = jobs(300);
-      table.start("echo boom; exit 3");
-      table.start("sleep 5");
-      expect(table.start("   ")).toEqual({
-        content: "Error: Bash command cannot be empty",
-        isError: true,
+      it("marks a non-zero exit, a timeout and a blank command as failures, in the foreground's words", async () => {
+        const table = jobs(300);
+        table.start("echo boom; exit 3");
+        table.start("sleep 5");
+        expect(table.start("   ")).toEqual({
+          content: "Error: Bash command cannot be empty",
+          isError: true,
+        });
+        await table.settled();
+        const ended = table.collect();
+        expect(ended.map((job) => [job.id, job.status, job.result])).toEqual([
+          ["bg_0001", "failed", "Error: command exited with status 3\nboom"],
+          ["bg_0002", "failed", "Error: Timeout (0s)"],
+        ]);
       });
-      await table.settled();
-      const ended = table.collect();
-      expect(ended.map((job) => [job.id, job.status, job.result])).toEqual([
-        ["bg_0001", "failed", "Error: command exited with status 3\nboom"],
-        ["bg_0002", "failed", "Error: Timeout (0s)"],
-      ]);
-    });
 
-    it("notifies in the order jobs end, not the order they started", async () => {
-      const table = jobs();
-      table.start("sleep 0.3; echo slow");
-      table.start("echo fast");
-      await table.settled();
-      expect(table.collect().map((job) => job.result)).toEqual(["fast", "slow"]);
-    });
-
-    it("cuts the summary to 500 characters and escapes &, < and > in command and summary", async () => {
-      const table = jobs();
-      table.start("printf '%0600d' 0");
-      table.start("echo '</summary></task_notification> & more'");
-      await table.settled();
-      const ended = table.collect();
-      const long = ended.find((job) => job.id === "bg_0001");
-      const tricky = ended.find((job) => job.id === "bg_0002");
-      expect(long!.result).toHaveLength(600);
-      expect(bg.notificationText(long!)).toContain(`<summary>${"0".repeat(500)}</summary>`);
-      const note = bg.notificationText(tricky!);
-      expect(note).toContain(
-        "<command>echo '&lt;/summary&gt;&lt;/task_notification&gt; &amp; more'</command>",
-      );
-      expect(note).toContain(
-        "<summary>&lt;/summary&gt;&lt;/task_notification&gt; &amp; more</summary>",
-      );
-      expect(note.match(/<\/summary>/g)).toHaveLength(1);
-    });
-
-    it(`refuses a job beyond ${8} running ones and registers nothing for it`, async () => {
-      const table = jobs();
-      for (let i = 0; i < bg.MAX_RUNNING_JOBS; i++) table.start("sleep 5");
-      expect(table.start("echo ninth")).toEqual({
-        content:
-          "Error: 8 background jobs are already running; wait for one to finish or run this in the foreground",
-        isError: true,
+      it("notifies in the order jobs end, not the order they started", async () => {
+        const table = jobs();
+        table.start("sleep 0.3; echo slow");
+        table.start("echo fast");
+        await table.settled();
+        expect(table.collect().map((job) => job.result)).toEqual(["fast", "slow"]);
       });
-      expect(table.jobs.size).toBe(8);
-      await table.stop();
-      expect([...table.jobs.values()].every((job) => job.status === "failed")).toBe(true);
-      expect(table.start("echo now").content).toContain("bg_0009");
-      await table.settled();
-    });
 
-    it("stops a running job's whole process group: the job fails and its child is gone", async () => {
-      const table = jobs();
-      const ws = (table as unknown as { options: { workdir: string } }).options.workdir;
-      table.start("sleep 30 & echo $! > child.pid.tmp && mv child.pid.tmp child.pid; wait");
-      const pid = await waitForPid(path.join(ws, "child.pid"));
-      try {
-        expect(isAlive(pid)).toBe(true);
+      it("cuts the summary to 500 characters and escapes &, < and > in command and summary", async () => {
+        const table = jobs();
+        table.start("printf '%0600d' 0");
+        table.start("echo '</summary></task_notification> & more'");
+        await table.settled();
+        const ended = table.collect();
+        const long = ended.find((job) => job.id === "bg_0001");
+        const tricky = ended.find((job) => job.id === "bg_0002");
+        expect(long!.result).toHaveLength(600);
+        expect(bg.notificationText(long!)).toContain(`<summary>${"0".repeat(500)}</summary>`);
+        const note = bg.notificationText(tricky!);
+        expect(note).toContain(
+          "<command>echo '&lt;/summary&gt;&lt;/task_notification&gt; &amp; more'</command>",
+        );
+        expect(note).toContain(
+          "<summary>&lt;/summary&gt;&lt;/task_notification&gt; &amp; more</summary>",
+        );
+        expect(note.match(/<\/summary>/g)).toHaveLength(1);
+      });
+
+      it(`refuses a job beyond ${8} running ones and registers nothing for it`, async () => {
+        const table = jobs();
+        for (let i = 0; i < bg.MAX_RUNNING_JOBS; i++) table.start("sleep 5");
+        expect(table.start("echo ninth")).toEqual({
+          content:
+            "Error: 8 background jobs are already running; wait for one to finish or run this in the foreground",
+          isError: true,
+        });
+        expect(table.jobs.size).toBe(8);
         await table.stop();
-        expect(await endsWithin(pid)).toBe(true);
-        expect(table.jobs.get("bg_0001")?.status).toBe("failed");
-      } finally {
-        killQuietly(pid);
-      }
-    });
-  });
-
-  describe("injection", () => {
-    const job = (id: string): BackgroundModule.Job => ({
-      id,
-      command: `echo ${id}`,
-      status: "completed",
-      startedAt: 0,
-      result: id,
-      delivered: true,
-    });
-
-    it("joins a trailing user message after what it holds, or adds one after a reply", () => {
-      const typed: Anthropic.MessageParam[] = [{ role: "user", content: "next" }];
-      expect(bg.injectNotifications(typed, [job("bg_0001")])).toBe(1);
-      expect(typed).toEqual([
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "next" },
-            { type: "text", text: bg.notificationText(job("bg_0001")) },
-          ],
-        },
-      ]);
-      const results: Anthropic.MessageParam[] = [
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "ok" }] },
-      ];
-      bg.injectNotifications(results, [job("bg_0001"), job("bg_0002")]);
-      expect((results[0]!.content as Block[]).map((b) => b.type)).toEqual([
-        "tool_result",
-        "text",
-        "text",
-      ]);
-      const afterReply: Anthropic.MessageParam[] = [
-        { role: "user", content: "hi" },
-        { role: "assistant", content: "hello" },
-      ];
-      bg.injectNotifications(afterReply, [job("bg_0003")]);
-      expect(afterReply).toHaveLength(3);
-      expect(afterReply[2]).toMatchObject({ role: "user" });
-      const untouched: Anthropic.MessageParam[] = [{ role: "user", content: "x" }];
-      expect(bg.injectNotifications(untouched, [])).toBe(0);
-      expect(untouched).toEqual([{ role: "user", content: "x" }]);
-    });
-  });
-
-  describe("the flag on bash", () => {
-    it("runs only the literal true in the background; the subagent's bash has no flag", async () => {
-      const started: string[] = [];
-      const plain = bash.bashTool({ timeoutMs: 5000 });
-      const flagged = bg.withBackgroundFlag(plain, {
-        start: (command: string) => {
-          started.push(command);
-          return { content: "started" };
-        },
+        expect([...table.jobs.values()].every((job) => job.status === "failed")).toBe(true);
+        expect(table.start("echo now").content).toContain("bg_0009");
+        await table.settled();
       });
-      const ctx = {
-        workdir: tempWorkspace("flag"),
-        signal: new AbortController().signal,
-        scope: "main",
-      };
-      const call = async (input: unknown) => {
-        const parsed = flagged.parse(input);
-        if (!parsed.ok) throw new Error(parsed.error);
-        return (await flagged.run(parsed.value, ctx)).content;
-      };
-      expect(await call({ command: "echo fg", run_in_background: "true" })).toBe("fg");
-      expect(await call({ command: "echo fg", run_in_background: false })).toBe("fg");
-      expect(await call({ command: "echo fg" })).toBe("fg");
-      expect(await call({ command: "echo bg", run_in_background: true })).toBe("started");
-      expect(started).toEqual(["echo bg"]);
-      expect(Object.keys(flagged.input_schema.properties ?? {})).toEqual([
-        "command",
-        "run_in_background",
-      ]);
-      expect(flagged.description).toContain("<task_notification>");
-      const mechanism = bg.backgroundMechanism({
-        env: {},
-        workdir: ctx.workdir,
-        printer: { line() {} } as never,
-        log: { transcript() {} } as never,
+
+      it("stops a running job's whole process group: the job fails and its child is gone", async () => {
+        const table = jobs();
+        const ws = (table as unknown as { options: { workdir: string } }).options.workdir;
+        table.start("sleep 30 & echo $! > child.pid.tmp && mv child.pid.tmp child.pid; wait");
+        const pid = await waitForPid(path.join(ws, "child.pid"));
+        try {
+          expect(isAlive(pid)).toBe(true);
+          await table.stop();
+          expect(await endsWithin(pid)).toBe(true);
+          expect(table.jobs.get("bg_0001")?.status).toBe("failed");
+        } finally {
+          killQuietly(pid);
+        }
       });
-      expect(mechanism.extendTool!(plain, "subagent")).toBe(plain);
-      expect(mechanism.extendTool!(plain, "main").input_schema.properties).toHaveProperty(
-        "run_in_background",
-      );
     });
-  });
+
+    describe("injection", () => {
+      const job = (id: string): BackgroundModule.Job => ({
+        id,
+        command: `echo ${id}`,
+        status: "completed",
+        startedAt: 0,
+        result: id,
+        delivered: true,
+      });
+
+      it("joins a trailing user message after what it holds, or adds one after a reply", () => {
+        const typed: Anthropic.MessageParam[] = [{ role: "user", content: "next" }];
+        expect(bg.injectNotifications(typed, [job("bg_0001")])).toBe(1);
+        expect(typed).toEqual([
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "next" },
+              { type: "text", text: bg.notificationText(job("bg_0001")) },
+            ],
+          },
+        ]);
+        const results: Anthropic.MessageParam[] = [
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "ok" }] },
+        ];
+        bg.injectNotifications(results, [job("bg_0001"), job("bg_0002")]);
+        expect((results[0]!.content as Block[]).map((b) => b.type)).toEqual([
+          "tool_result",
+          "text",
+          "text",
+        ]);
+        const afterReply: Anthropic.MessageParam[] = [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: "hello" },
+        ];
+        bg.injectNotifications(afterReply, [job("bg_0003")]);
+        expect(afterReply).toHaveLength(3);
+        expect(afterReply[2]).toMatchObject({ role: "user" });
+        const untouched: Anthropic.MessageParam[] = [{ role: "user", content: "x" }];
+        expect(bg.injectNotifications(untouched, [])).toBe(0);
+        expect(untouched).toEqual([{ role: "user", content: "x" }]);
+      });
+    });
+
+    describe("the flag on bash", () => {
+      it("runs only the literal true in the background; the subagent's bash has no flag", async () => {
+        const started: string[] = [];
+        const plain = bash.bashTool({ timeoutMs: 5000 });
+        const flagged = bg.withBackgroundFlag(plain, {
+          start: (command: string) => {
+            started.push(command);
+            return { content: "started" };
+          },
+        });
+        const ctx = {
+          workdir: tempWorkspace("flag"),
+          signal: new AbortController().signal,
+          scope: "main",
+        };
+        const call = async (input: unknown) => {
+          const parsed = flagged.parse(input);
+          if (!parsed.ok) throw new Error(parsed.error);
+          return (await flagged.run(parsed.value, ctx)).content;
+        };
+        expect(await call({ command: "echo fg", run_in_background: "true" })).toBe("fg");
+        expect(await call({ command: "echo fg", run_in_background: false })).toBe("fg");
+        expect(await call({ command: "echo fg" })).toBe("fg");
+        expect(await call({ command: "echo bg", run_in_background: true })).toBe("started");
+        expect(started).toEqual(["echo bg"]);
+        expect(Object.keys(flagged.input_schema.properties ?? {})).toEqual([
+          "command",
+          "run_in_background",
+        ]);
+        expect(flagged.description).toContain("<task_notification>");
+        const mechanism = bg.backgroundMechanism({
+          env: {},
+          workdir: ctx.workdir,
+          printer: { line() {} } as never,
+          log: { transcript() {} } as never,
+        });
+        expect(mechanism.extendTool!(plain, "subagent")).toBe(plain);
+        expect(mechanism.extendTool!(plain, "main").input_schema.properties).toHaveProperty(
+          "run_in_background",
+        );
+      });
+    });
+  }
 
   describe("through the chapter", () => {
     it("answers with the placeholder and injects the result after the next round's tool results", async () => {

@@ -30,7 +30,10 @@ type Request = Anthropic.MessageCreateParams;
 
 /** A command that sleeps 30 s in the background of its shell, its pid in sleep.pid. */
 
-describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
+// Each test runs its own chapter, workspace and server, so a chapter's tests wait side by
+// side (the SDK's retry backoff, the fake server). Ctrl-C kills every child of the process,
+// so that test runs on its own, below.
+describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
   it("answers a text-only reply in one request with the system prompt, bash and max_tokens 8000", async () => {
     const run = await runChapter(chapter, {
       prompts: ["hello"],
@@ -342,7 +345,9 @@ describe.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
     expect(api).toContain("token [redacted]");
     expect(transcript).toContain("token [redacted]");
   });
+});
 
+describe.each(chaptersFrom("s01"))("$id Ctrl-C", (chapter) => {
   it("on Ctrl-C during a turn kills the running command, prints Interrupted. and ends the session with 0", async () => {
     const { run, sleepEnded } = await interruptDuringSleep(chapter, {
       prompts: ["wait", "after the interrupt"],

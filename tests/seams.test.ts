@@ -370,6 +370,44 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
       expect(sub.map((t) => `${t.name}:${t.description}`)).toEqual(["one:one+d", "two:two"]);
     });
 
+    it("gathers slash commands; extendCommand wraps a command in list order; a duplicate name throws", async () => {
+      const said: string[] = [];
+      const command = (text: string) => ({
+        description: text,
+        run: async (args: string, _context?: unknown) => {
+          said.push(`${text}:${args}`);
+          return undefined;
+        },
+      });
+      type Command = ReturnType<typeof command>;
+      const wrap = (tag: string) => (name: string, c: Command) =>
+        name === "tasks"
+          ? {
+              description: `${c.description}+${tag}`,
+              run: (args: string, context: unknown) =>
+                args === tag ? command(tag).run(args) : c.run(args, context),
+            }
+          : c;
+      const mechanisms = [
+        { name: "a", commands: { tasks: command("tasks"), other: command("other") } },
+        { name: "b", extendCommand: wrap("release") },
+        { name: "c", extendCommand: wrap("audit") },
+      ];
+      const commands = harness.commandsOf(mechanisms as never);
+      expect([...commands.keys()]).toEqual(["tasks", "other"]);
+      expect(commands.get("tasks")!.description).toBe("tasks+release+audit");
+      expect(commands.get("other")!.description).toBe("other");
+      const context = { history: [], request: "", signal: new AbortController().signal };
+      for (const args of ["release", "audit", ""]) await commands.get("tasks")!.run(args, context);
+      expect(said).toEqual(["release:release", "audit:audit", "tasks:"]);
+      expect(() =>
+        harness.commandsOf([
+          { name: "a", commands: { x: command("x") } },
+          { name: "b", commands: { x: command("y") } },
+        ]),
+      ).toThrow("two mechanisms define /x");
+    });
+
     it("builds the system prompt from sections, dynamic ones last", () => {
       const built = prompt.buildSystemPrompt([
         { id: "identity", text: "I" },

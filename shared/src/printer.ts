@@ -31,6 +31,16 @@ export function scopePrefix(scope: string): string {
   return scope === "main" ? "" : `  [${scope}] `;
 }
 
+/** The colours a teammate's prefix can take; its name picks one, the same every run. */
+const NAME_COLOURS = ["cyan", "magenta", "blue", "green", "yellow"] as const;
+
+/** A teammate's colour (s13): a hash of its name, so `[alice] ` always looks the same. */
+export function scopeColour(scope: string): (typeof NAME_COLOURS)[number] {
+  let hash = 0;
+  for (const char of scope) hash = (hash * 31 + char.codePointAt(0)!) >>> 0;
+  return NAME_COLOURS[hash % NAME_COLOURS.length]!;
+}
+
 /** First `max` characters, then `... (N more chars)`. */
 export function preview(text: string, max = PREVIEW_CHARS): string {
   if (text.length <= max) return text;
@@ -70,11 +80,16 @@ export function createPrinter(out: Writable, color: boolean): Printer {
     prompt?.redraw();
   };
 
+  // `main` and `sub` lines take their tone whole; a teammate's name keeps its own colour.
+  const named = (scope: string) => scope !== "main" && scope !== "sub";
+  const tag = (scope: string) =>
+    named(scope) ? style[scopeColour(scope)](scopePrefix(scope)) : scopePrefix(scope);
   const lines = (scope: string, text: string, tone?: Tone): void => {
-    const prefix = scopePrefix(scope);
     const body = text
       .split("\n")
-      .map((row) => paint(prefix + row, tone))
+      .map((row) =>
+        named(scope) ? tag(scope) + paint(row, tone) : paint(scopePrefix(scope) + row, tone),
+      )
       .join("\n");
     emit(`${body}\n`);
   };
@@ -97,8 +112,8 @@ export function createPrinter(out: Writable, color: boolean): Printer {
           return;
         case "text_delta":
           prompt?.clear();
-          if (!midLine) out.write(scopePrefix(ev.scope));
-          out.write(ev.text.replaceAll("\n", `\n${scopePrefix(ev.scope)}`));
+          if (!midLine) out.write(tag(ev.scope));
+          out.write(ev.text.replaceAll("\n", `\n${tag(ev.scope)}`));
           midLine = !ev.text.endsWith("\n");
           return;
         case "thinking":
@@ -106,7 +121,7 @@ export function createPrinter(out: Writable, color: boolean): Printer {
           return;
         case "tool_call": {
           const input = preview(JSON.stringify(ev.input) ?? "null");
-          emit(`${scopePrefix(ev.scope)}${style.cyan(`> ${ev.name}(${input})`)}\n`);
+          emit(`${tag(ev.scope)}${style.cyan(`> ${ev.name}(${input})`)}\n`);
           return;
         }
         case "tool_result":

@@ -47,6 +47,11 @@ export class UsageMeter {
     return new Map(this.turn);
   }
 
+  /** The session's numbers of each scope (s13's `/team` shows a teammate's tokens). */
+  sessionByScope(): Map<string, UsageNumbers> {
+    return new Map(this.session);
+  }
+
   sessionTotals(): UsageNumbers {
     return sum(this.session.values());
   }

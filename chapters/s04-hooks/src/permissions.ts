@@ -125,24 +125,29 @@ async function approve(
   notice(options, run, `[permission] ${reason}`, "warn");
   notice(options, run, `   Tool: ${call.name}(${JSON.stringify(call.input)})`, "warn");
   // Only a typed line's turn has someone at the prompt; a scheduled (s12), team (s13) or
-  // background (s15) turn runs while nobody waits for a question.
-  const nobody =
-    run.turn !== "user"
-      ? `a ${run.turn} turn cannot ask the user`
+  // background (s15) turn runs while nobody waits for a question, and a teammate (s13)
+  // has no terminal at all: its lead may run the call instead.
+  const teammate = run.role === "teammate";
+  const nobody = teammate
+    ? "a teammate cannot ask the user"
+    : run.turn !== "user"
+      ? `a ${run.turn === "team" ? "team-event" : run.turn} turn cannot ask the user`
       : options.reader.isTTY
         ? null
         : "stdin is not a terminal";
   if (nobody !== null) {
     const message =
       `Permission denied: approval needed (${reason}) but ${nobody}; ` +
-      "an allow rule in .claude/settings.json can permit this call.";
+      (teammate
+        ? "ask lead to run it, or add an allow rule in .claude/settings.json."
+        : "an allow rule in .claude/settings.json can permit this call.");
     notice(options, run, `[denied] ${message}`, "warn");
     record(
       options,
       run,
       call,
       reason,
-      `deny (${run.turn === "user" ? "no terminal" : `${run.turn} turn`})`,
+      `deny (${teammate ? "teammate" : run.turn === "user" ? "no terminal" : `${run.turn} turn`})`,
     );
     return { content: message, isError: true, quiet: true };
   }

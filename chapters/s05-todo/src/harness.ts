@@ -215,14 +215,22 @@ function showBanner(harness: Harness, mechanisms: Mechanism[]): void {
   printer.line();
 }
 
-/** Every mechanism's slash commands; two with one name is a mistake in main.ts. */
-function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
+/**
+ * Every mechanism's slash commands, then each mechanism's `extendCommand` applied to all of
+ * them in list order; two with one name is a mistake in main.ts.
+ */
+export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
   const commands = new Map<string, SlashCommand>();
   for (const mechanism of mechanisms) {
     for (const [name, command] of Object.entries(mechanism.commands ?? {})) {
       if (commands.has(name)) throw new Error(`two mechanisms define /${name}`);
       commands.set(name, command);
     }
+  }
+  for (const mechanism of mechanisms) {
+    const extend = mechanism.extendCommand?.bind(mechanism);
+    if (!extend) continue;
+    for (const [name, command] of commands) commands.set(name, extend(name, command));
   }
   return commands;
 }

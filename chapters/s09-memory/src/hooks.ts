@@ -38,7 +38,7 @@ const TOOL_EVENTS = new Set<string>(["PreToolUse", "PostToolUse"]);
 
 type MessageParam = Anthropic.MessageParam;
 /** Where a hook runs: the scope that caused it, the workspace and the turn's signal. */
-type Where = Pick<RunContext, "workdir" | "scope" | "signal">;
+type Where = Pick<RunContext, "workdir" | "scope" | "signal"> & Partial<Pick<RunContext, "role">>;
 
 export interface HookContext {
   scope: string;
@@ -317,12 +317,18 @@ export class HookBus {
     where: Where,
     fields: Record<string, unknown>,
   ): Promise<CommandOutcome> {
-    return runCommandHook(hook, fields, {
-      ...where,
-      log: this.options.log,
-      env: this.options.env ?? process.env,
-      say: (text, tone) => this.say(where.scope, text, tone),
-    });
+    // A teammate's calls (s13) say which teammate made them: `agent_name` in the input.
+    const agent = where.role === "teammate" ? { agent_name: where.scope } : {};
+    return runCommandHook(
+      hook,
+      { ...fields, ...agent },
+      {
+        ...where,
+        log: this.options.log,
+        env: this.options.env ?? process.env,
+        say: (text, tone) => this.say(where.scope, text, tone),
+      },
+    );
   }
 
   private report(

@@ -42,6 +42,11 @@ export interface Mechanism {
   loop?(run: LoopRun): LoopSeams | null;
   /** Slash commands, by name without the `/`. */
   commands?: Record<string, SlashCommand>;
+  /**
+   * Extends a slash command an earlier mechanism gives, as `extendTool` does a tool (s13
+   * adds `/tasks release` this way). Called for every command; return it as it is to leave it.
+   */
+  extendCommand?(name: string, command: SlashCommand): SlashCommand;
   /** Called once before the first prompt: its lines for the banner. */
   start?(): BannerLine[];
   /** The main agent's turn lifecycle: prepare, before and after each turn. */
