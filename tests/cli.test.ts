@@ -310,6 +310,152 @@ SCENARIOS.s12 = {
   },
 };
 
+const teammate = (name: string) => (r: Request) => String(r.system).includes(`You are '${name}'`);
+const lastText = (r: Request) => {
+  const content = r.messages.at(-1)!.content;
+  return typeof content === "string"
+    ? content
+    : content.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+};
+const isLead = (r: Request) => withTools(r) && names(r).includes("spawn_teammate");
+const teamEvents = (r: Request) => isLead(r) && lastText(r).startsWith("[Team events]");
+const resultsOf = (r: Request) => lastToolResults(r).map((b) => String(b.content));
+const racer = (r: Request) => teammate("bob")(r) || teammate("carol")(r);
+
+/** The lead's answer to a team-event turn: review alice's plans, then shut the team down. */
+function leadOnEvents(r: Request) {
+  const history = JSON.stringify(r.messages);
+  const plan = /\[plan_approval_request request_id=(req_\d+)\]/.exec(lastText(r));
+  if (plan) {
+    const first = history.split("[plan_approval_request").length === 2;
+    return reply(toolUse("review_plan", { request_id: plan[1], approve: !first }));
+  }
+  const done = ["ALICE DONE", "RACE DONE", "[permission_denied]"].every((t) => history.includes(t));
+  if (done && !history.includes("request_shutdown")) {
+    return reply(
+      ...["alice", "bob", "carol"].map((teammate) => toolUse("request_shutdown", { teammate })),
+    );
+  }
+  return reply(text(lastText(r).includes("[shutdown_response") ? "TEAM DONE" : "noted"));
+}
+
+/** s13's run: three teammates, a plan rejected then approved, a race, a denial, a shutdown. */
+SCENARIOS.s13 = {
+  title:
+    "delegates through tasks to three teammates: plan rejected then approved, a race for one task, a denied call reported, shutdown",
+  input: "team up\n",
+  env: { ANTHROPIC_API_KEY: "cli-key", TEAM_IDLE_SCAN_MS: "100" },
+  steps: [
+    {
+      when: (r) => isLead(r) && lastText(r) === "team up",
+      reply: reply(
+        toolUse("create_task", { subject: "planned work" }),
+        toolUse("create_task", { subject: "race task" }),
+      ),
+    },
+    {
+      when: (r) => isLead(r) && resultsOf(r)[0]?.startsWith("Created") === true,
+      reply: (r) => {
+        const planned = /Created (task_[0-9a-f]{8}): planned work/.exec(resultsOf(r)[0]!)![1];
+        const spawn = (name: string, extra = {}) =>
+          toolUse("spawn_teammate", { name, role: "dev", prompt: "Work.", ...extra });
+        return reply(
+          spawn("alice", { task_id: planned, require_plan: true }),
+          spawn("bob"),
+          spawn("carol"),
+        );
+      },
+    },
+    {
+      when: (r) => isLead(r) && resultsOf(r)[0]?.startsWith("Teammate") === true,
+      reply: reply(text("TEAM STARTED")),
+    },
+    {
+      when: (r) => isLead(r) && /^(Plan|Shutdown) /.test(resultsOf(r)[0] ?? ""),
+      reply: reply(text("ok")),
+    },
+    ...Array.from({ length: 20 }, () => ({ when: teamEvents, reply: leadOnEvents })),
+    {
+      when: (r) => teammate("alice")(r) && r.messages.length === 1,
+      reply: reply(toolUse("submit_plan", { plan: "v1" })),
+    },
+    {
+      when: (r) => teammate("alice")(r) && lastText(r).startsWith("[Plan rejected]"),
+      reply: reply(toolUse("submit_plan", { plan: "v2" })),
+    },
+    ...[1, 2].map(() => ({
+      when: (r: Request) =>
+        teammate("alice")(r) && resultsOf(r)[0]?.startsWith("Plan submitted") === true,
+      reply: reply(text("waiting for lead")),
+    })),
+    {
+      when: (r) => teammate("alice")(r) && lastText(r).startsWith("[Plan approved]"),
+      reply: (r) =>
+        reply(
+          toolUse("write_file", { path: "planned.txt", content: "planned\n" }),
+          toolUse("complete_task", {
+            task_id: /\[Assigned task (task_\w+)\]/.exec(JSON.stringify(r.messages))![1],
+          }),
+        ),
+    },
+    {
+      when: (r) => teammate("alice")(r) && resultsOf(r).length === 2,
+      reply: reply(text("ALICE DONE")),
+    },
+    ...["bob", "carol"].map((name) => ({
+      when: (r: Request) => teammate(name)(r) && r.messages.length === 1,
+      reply: reply(text(`${name} ready`)),
+    })),
+    {
+      when: (r) => racer(r) && lastText(r).startsWith("[Auto-claimed task"),
+      reply: (r) =>
+        reply(
+          toolUse("bash", { command: "rm -rf build" }),
+          toolUse("complete_task", {
+            task_id: /\[Auto-claimed task (task_\w+)\]/.exec(lastText(r))![1],
+          }),
+        ),
+    },
+    { when: (r) => racer(r) && resultsOf(r).length === 2, reply: reply(text("RACE DONE")) },
+  ],
+  whenShown: { text: "[all teammates shut down]", action: "end input" },
+  check({ stdout, workdir, requests }) {
+    const claims = stdout.match(/\[idle\] (bob|carol) claimed (task_\w+): race task/g) ?? [];
+    expect(claims).toHaveLength(1);
+    const winner = /\[idle\] (bob|carol) claimed/.exec(claims[0]!)![1]!;
+    const race = requests.find((r) => teammate(winner)(r) && resultsOf(r).length === 2)!;
+    expect(resultsOf(race)[0]).toBe(
+      "Permission denied: approval needed (Potentially destructive command: rm) but a teammate cannot ask the user; ask lead to run it, or add an allow rule in .claude/settings.json.",
+    );
+    const told = requests.filter(teamEvents).map(lastText).join("\n");
+    expect(told).toContain(
+      `[permission_denied] ${winner}: bash({"command":"rm -rf build"}) needs approval`,
+    );
+    expect(told).toContain(`[result] ${winner}: RACE DONE`);
+    expect(told).toContain("[result] alice: ALICE DONE");
+    expect(
+      told.match(/\[shutdown_response request_id=req_\d{6}\] \w+: Shutdown acknowledged\./g),
+    ).toHaveLength(3);
+    const reviews = requests
+      .filter((r) => isLead(r) && resultsOf(r)[0]?.startsWith("Plan "))
+      .map((r) => resultsOf(r)[0]);
+    expect(reviews.map((t) => t!.split(" (")[0])).toEqual(["Plan rejected", "Plan approved"]);
+    expect(readFileSync(path.join(workdir, "planned.txt"), "utf8")).toBe("planned\n");
+    const tasks = readdirSync(path.join(workdir, ".harness", "tasks"));
+    expect(tasks).not.toContain(".lock");
+    const saved = tasks.map((f) =>
+      JSON.parse(readFileSync(path.join(workdir, ".harness", "tasks", f), "utf8")),
+    );
+    expect(saved.map((t) => [t.subject, t.status, t.owner]).sort()).toEqual([
+      ["planned work", "completed", "alice"],
+      ["race task", "completed", winner],
+    ]);
+    for (const name of ["alice", "bob", "carol"])
+      expect(stdout).toContain(`[teammate] ${name} finished`);
+    expect(stdout).toContain("TEAM DONE");
+  },
+};
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   writeFiles(workdir, scenario.files ?? {});
   const server = await startFakeServer({ model: new ScriptedModel(scenario.steps) });

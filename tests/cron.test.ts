@@ -19,7 +19,7 @@ import type * as CronModule from "../chapters/s12-cron/src/cron.ts";
 import type * as ParseModule from "../chapters/s12-cron/src/cron-parse.ts";
 import type * as StoreModule from "../chapters/s12-cron/src/cron-store.ts";
 import type { Turn } from "../chapters/s12-cron/src/repl.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, S10_TOOLS } from "./chapters.ts";
+import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
@@ -27,6 +27,7 @@ import {
   lastToolResults,
   type RunOptions,
   runChapter,
+  runTyped,
   sessionLog,
   tempWorkspace,
   toolNames,
@@ -76,33 +77,22 @@ function saved(id: string, fields: Partial<Job> = {}): Job {
 }
 const fileOf = (items: unknown[]) => `${JSON.stringify(items, null, 2)}\n`;
 
-/**
- * Runs the chapter with an input that stays open after `lines` until the output shows
- * `until` (then `thenMs` more), so events that come after the typed lines still run.
- */
-async function runHeld(
+/** The typed `lines`, then the input ends once the output shows `until` (and `thenMs` more). */
+function runHeld(
   chapter: Parameters<typeof runChapter>[0],
   options: RunOptions & { lines: string[]; until: string; thenMs?: number },
 ) {
-  const stdin = new PassThrough();
-  for (const line of options.lines) stdin.write(`${line}\n`);
-  const safety = setTimeout(() => stdin.end(), 8000);
-  try {
-    return await runChapter(chapter, {
-      ...options,
-      stdin,
-      onOutput: (out) => {
-        options.onOutput?.(out);
-        void out
-          .waitFor(options.until)
-          .then(() => sleep(options.thenMs ?? 0))
-          .then(() => stdin.end());
-      },
-    });
-  } finally {
-    clearTimeout(safety);
-  }
+  const typing = [
+    ...options.lines.map((line) => ({ line })),
+    { after: options.until, waitMs: options.thenMs, line: null },
+  ];
+  return runTyped(chapter, { ...options, typing });
 }
+
+// Module-level blocks run only where these modules differ: identical copies prove nothing new.
+const MODULE_CHAPTERS = new Set(
+  moduleVersions("s12", ["cron-parse.ts", "cron-store.ts", "cron.ts"]).map((c) => c.id),
+);
 
 describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
   let parse: typeof ParseModule;
@@ -142,596 +132,613 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
     return { s, clock, lines, file, onDisk, workdir, add };
   }
 
-  // -------------------------------------------------------------------------------------
-  describe("expressions", () => {
-    const matches = (expr: string, iso: string) => parse.cronMatches(expr, new Date(iso));
+  if (MODULE_CHAPTERS.has(chapter.id)) {
+    // -------------------------------------------------------------------------------------
+    describe("expressions", () => {
+      const matches = (expr: string, iso: string) => parse.cronMatches(expr, new Date(iso));
 
-    it("R1–R2: minute, hour, lists, ranges and steps match only their minutes", () => {
-      expect(matches("0 9 * * *", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * * *", "2026-03-01T09:00:59")).toBe(true);
-      expect(matches("0 9 * * *", "2026-03-01T09:01")).toBe(false);
-      expect(matches("0 9 * * *", "2026-03-01T10:00")).toBe(false);
-      expect(matches("*/15 * * * *", "2026-03-01T09:30")).toBe(true);
-      expect(matches("*/15 * * * *", "2026-03-01T09:31")).toBe(false);
-      expect(matches("0,30 9 * * *", "2026-03-01T09:30")).toBe(true);
-      expect(matches("0 9-17 * * *", "2026-03-01T17:00")).toBe(true);
-      expect(matches("0 9-17 * * *", "2026-03-01T18:00")).toBe(false);
-      expect(matches("10-20/5 * * * *", "2026-03-01T09:15")).toBe(true);
-      expect(matches("10-20/5 * * * *", "2026-03-01T09:16")).toBe(false);
-    });
-
-    it("R3: a four-field expression never matches and is refused", () => {
-      expect(matches("0 9 * *", "2026-03-01T09:00")).toBe(false);
-      expect(parse.cronError("0 9 * *")).toBe("Expected 5 fields, got 4");
-    });
-
-    it("R4: day-of-month OR day-of-week when both are restricted; one restricted decides", () => {
-      // 2026-03-01 is a Sunday, 03-03 a Tuesday, 03-04 a Wednesday.
-      expect(matches("0 9 1 * 2", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 1 * 2", "2026-03-03T09:00")).toBe(true);
-      expect(matches("0 9 1 * 2", "2026-03-04T09:00")).toBe(false);
-      expect(matches("0 9 1 * *", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 1 * *", "2026-03-03T09:00")).toBe(false);
-      expect(matches("0 9 * * 0", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * * 0", "2026-03-02T09:00")).toBe(false);
-      // A stepped day-of-month is restricted too: OR with the day of week.
-      expect(matches("0 9 */2 * 1", "2026-03-02T09:00")).toBe(true);
-      expect(matches("0 9 */2 * 1", "2026-03-04T09:00")).toBe(false);
-    });
-
-    it("R12: a step counts from the start of its range (*/2 in day-of-month is 1, 3, 5 …)", () => {
-      expect(matches("0 0 */2 * *", "2026-03-01T00:00")).toBe(true);
-      expect(matches("0 0 */2 * *", "2026-03-02T00:00")).toBe(false);
-      expect(matches("0 0 */2 * *", "2026-03-03T00:00")).toBe(true);
-      expect(matches("0 0 1 */2 *", "2026-03-01T00:00")).toBe(true);
-      expect(matches("0 0 1 */2 *", "2026-04-01T00:00")).toBe(false);
-    });
-
-    it("names in any case, 0 and 7 as Sunday, stepped ranges", () => {
-      expect(matches("0 9 * * 7", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * * 7", "2026-03-02T09:00")).toBe(false);
-      expect(matches("0 9 * * sun", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * * MON-FRI", "2026-03-02T09:00")).toBe(true);
-      expect(matches("0 9 * * MON-FRI", "2026-03-01T09:00")).toBe(false);
-      expect(matches("0 9 * * 5-7", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * Mar *", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * JAN-DEC/2 *", "2026-03-01T09:00")).toBe(true);
-      expect(matches("0 9 * JAN-DEC/2 *", "2026-04-01T09:00")).toBe(false);
-      expect(matches("1-5/2 * * * *", "2026-03-01T09:03")).toBe(true);
-      expect(matches("1-5/2 * * * *", "2026-03-01T09:04")).toBe(false);
-      for (const valid of ["* * * * 7", "* * * JAN *", "1-5/2 * * * *", "0  9\t* * *"]) {
-        expect(parse.cronError(valid), valid).toBeNull();
-      }
-      expect(parse.validateCron("0 9 * feb-mar sun,SAT")).toBe("0 9 * 2-3 0,6");
-    });
-
-    it("R11: each error names its field", () => {
-      const cases: Array<[string, string]> = [
-        ["* * * *", "Expected 5 fields, got 4"],
-        ["* * * * * *", "Expected 5 fields, got 6"],
-        ["", "Expected 5 fields, got 0"],
-        ["@daily", "Expected 5 fields, got 1"],
-        ["60 * * * *", "minute: Value 60 is outside [0-59]"],
-        ["61 * * * *", "minute: Value 61 is outside [0-59]"],
-        ["*/0 * * * *", "minute: Invalid step: */0"],
-        ["*/61 * * * *", "minute: Invalid step: */61"],
-        ["5/15 * * * *", "minute: Invalid step: 5/15"],
-        ["5-1 * * * *", "minute: Range start is greater than end: 5-1"],
-        ["0 20-25 * * *", "hour: Range 20-25 is outside [0-23]"],
-        ["0 24 * * *", "hour: Value 24 is outside [0-23]"],
-        ["* * 0 * *", "day-of-month: Value 0 is outside [1-31]"],
-        ["* * 1,,2 * *", "day-of-month: Invalid field: 1,,2"],
-        ["* * L * *", "day-of-month: Invalid field: L"],
-        ["* * 15W * *", "day-of-month: Invalid field: 15W"],
-        ["* * ? * *", "day-of-month: Invalid field: ?"],
-        ["* * * FOO *", "month: Invalid field: FOO"],
-        ["* * * 13 *", "month: Value 13 is outside [1-12]"],
-        ["* * * MON *", "month: Invalid field: MON"],
-        ["* * * * 8", "day-of-week: Value 8 is outside [0-7]"],
-        ["* * * * FRI#2", "day-of-week: Invalid field: FRI#2"],
-        ["* * * * 5L", "day-of-week: Invalid field: 5L"],
-        ["* * * * +1", "day-of-week: Invalid field: +1"],
-        ["* * * * SAT-SUN", "day-of-week: Range start is greater than end: SAT-SUN"],
-        ["* * * * a-b", "day-of-week: Invalid range: a-b"],
-      ];
-      for (const [expr, error] of cases) expect(parse.cronError(expr), expr).toBe(error);
-    });
-  });
-
-  // -------------------------------------------------------------------------------------
-  describe("the store and the scheduler", () => {
-    it("R5: a durable job is saved as pretty snake_case JSON; a session job is not; refusals register nothing", () => {
-      const t = scheduler({ ids: ["0000000a", "0000000b"] });
-      const durable = t.s.schedule({
-        cron: " 0  9 * * 1-5 ",
-        prompt: "standup notes",
-        recurring: true,
-        durable: true,
+      it("R1–R2: minute, hour, lists, ranges and steps match only their minutes", () => {
+        expect(matches("0 9 * * *", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * * *", "2026-03-01T09:00:59")).toBe(true);
+        expect(matches("0 9 * * *", "2026-03-01T09:01")).toBe(false);
+        expect(matches("0 9 * * *", "2026-03-01T10:00")).toBe(false);
+        expect(matches("*/15 * * * *", "2026-03-01T09:30")).toBe(true);
+        expect(matches("*/15 * * * *", "2026-03-01T09:31")).toBe(false);
+        expect(matches("0,30 9 * * *", "2026-03-01T09:30")).toBe(true);
+        expect(matches("0 9-17 * * *", "2026-03-01T17:00")).toBe(true);
+        expect(matches("0 9-17 * * *", "2026-03-01T18:00")).toBe(false);
+        expect(matches("10-20/5 * * * *", "2026-03-01T09:15")).toBe(true);
+        expect(matches("10-20/5 * * * *", "2026-03-01T09:16")).toBe(false);
       });
-      expect(durable).toEqual({ content: "Scheduled cron_0000000a: 0 9 * * 1-5 -> standup notes" });
-      const session = t.s.schedule({
-        cron: "30 9 * * *",
-        prompt: "coffee",
-        recurring: false,
-        durable: false,
+
+      it("R3: a four-field expression never matches and is refused", () => {
+        expect(matches("0 9 * *", "2026-03-01T09:00")).toBe(false);
+        expect(parse.cronError("0 9 * *")).toBe("Expected 5 fields, got 4");
       });
-      expect(session.content).toBe("Scheduled cron_0000000b: 30 9 * * * -> coffee");
-      expect(readFileSync(t.file, "utf8")).toBe(
-        fileOf([
-          {
-            id: "cron_0000000a",
-            cron: "0 9 * * 1-5",
-            prompt: "standup notes",
-            recurring: true,
-            durable: true,
-            pending_delivery: false,
-            last_fired: null,
-          },
-        ]),
-      );
-      expect(readFileSync(t.file, "utf8")).toContain('\n  {\n    "id": "cron_0000000a",');
-      const refused = [
-        t.s.schedule({ cron: "61 * * * *", prompt: "x", recurring: true, durable: true }),
-        t.s.schedule({ cron: "0 9 * * *", prompt: "  ", recurring: true, durable: true }),
-      ];
-      expect(refused).toEqual([
-        { content: "Error: minute: Value 61 is outside [0-59]", isError: true },
-        { content: "Error: Prompt cannot be empty", isError: true },
-      ]);
-      expect([...t.s.store.jobs.keys()]).toEqual(["cron_0000000a", "cron_0000000b"]);
-      expect(t.s.list()).toBe(
-        [
-          "cron_0000000a: 0 9 * * 1-5 -> standup notes [recurring, durable]",
-          "cron_0000000b: 30 9 * * * -> coffee [one-shot, session]",
-        ].join("\n"),
-      );
-      expect(t.lines).toEqual([
-        "  [cron] scheduled cron_0000000a: 0 9 * * 1-5 -> standup notes",
-        "  [cron] scheduled cron_0000000b: 30 9 * * * -> coffee",
-      ]);
-      expect(t.s.cancel("cron_0000000a")).toEqual({ content: "Cancelled cron_0000000a" });
-      expect(t.s.cancel("cron_0000000a")).toEqual({
-        content: "Job cron_0000000a not found",
-        isError: true,
+
+      it("R4: day-of-month OR day-of-week when both are restricted; one restricted decides", () => {
+        // 2026-03-01 is a Sunday, 03-03 a Tuesday, 03-04 a Wednesday.
+        expect(matches("0 9 1 * 2", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 1 * 2", "2026-03-03T09:00")).toBe(true);
+        expect(matches("0 9 1 * 2", "2026-03-04T09:00")).toBe(false);
+        expect(matches("0 9 1 * *", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 1 * *", "2026-03-03T09:00")).toBe(false);
+        expect(matches("0 9 * * 0", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * * 0", "2026-03-02T09:00")).toBe(false);
+        // A stepped day-of-month is restricted too: OR with the day of week.
+        expect(matches("0 9 */2 * 1", "2026-03-02T09:00")).toBe(true);
+        expect(matches("0 9 */2 * 1", "2026-03-04T09:00")).toBe(false);
       });
-      expect(t.onDisk()).toEqual([]);
-      expect(t.s.cancel("cron_0000000b").content).toBe("Cancelled cron_0000000b");
-      expect(t.s.list()).toBe("No cron jobs.");
-      expect(t.lines.slice(2)).toEqual([
-        "  [cron] cancelled cron_0000000a",
-        "  [cron] cancelled cron_0000000b",
-      ]);
-    });
 
-    it("draws a new ID while it is taken, and gives up after 100 tries", () => {
-      const t = scheduler({ ids: ["0000000a", "0000000a", "0000000b"] });
-      t.add("0 9 * * *");
-      expect(t.add("0 9 * * *")).toBe("cron_0000000b");
-      const stuck = scheduler({ ids: [] });
-      stuck.add("0 9 * * *");
-      expect(
-        stuck.s.schedule({ cron: "0 9 * * *", prompt: "p", recurring: true, durable: false }),
-      ).toEqual({ content: "Error: Could not allocate a cron job ID", isError: true });
-    });
-
-    it("R6: loads valid jobs, queues pending ones, reports and skips invalid items, and writes them back verbatim", () => {
-      const workdir = tempWorkspace("cron-load");
-      const bad = [
-        saved("cron_00000002", { cron: "99 9 * * *" }),
-        { ...saved("cron_00000003"), id: "job_a" },
-        saved("cron_00000004", { prompt: "  " }),
-        5,
-        { ...saved("cron_00000005"), owner: "me" },
-        saved("cron_00000001"),
-      ];
-      const items = [
-        saved("cron_00000001", { last_fired: "2026-02-28 09:00" }),
-        bad[0],
-        saved("cron_0000000f", { pending_delivery: true, cron: "0 3 * * *" }),
-        ...bad.slice(1),
-      ];
-      writeFiles(workdir, { [CRON_FILE]: fileOf(items) });
-      const t = scheduler({ workdir, ids: ["0000000a"] });
-      expect(t.s.start()).toEqual([
-        {
-          text: "[cron] skipped invalid saved job: cron_00000002: cron '99 9 * * *': minute: Value 99 is outside [0-59]",
-          tone: "warn",
-        },
-        {
-          text: '[cron] skipped invalid saved job: id must be a string starting with cron_ (got "job_a")',
-          tone: "warn",
-        },
-        {
-          text: "[cron] skipped invalid saved job: cron_00000004: prompt must be a non-empty string",
-          tone: "warn",
-        },
-        { text: "[cron] skipped invalid saved job: not a JSON object", tone: "warn" },
-        { text: "[cron] skipped invalid saved job: unknown key 'owner'", tone: "warn" },
-        {
-          text: "[cron] skipped invalid saved job: cron_00000001: duplicate id",
-          tone: "warn",
-        },
-        { text: "[cron] loaded 2 durable job(s); 1 pending, re-queued", tone: "dim" },
-      ]);
-      expect([...t.s.store.jobs.keys()]).toEqual(["cron_00000001", "cron_0000000f"]);
-      expect(t.s.store.jobs.get("cron_00000001")!.last_fired).toBe("2026-02-28 09:00");
-      expect(t.s.queue.map((job) => job.id)).toEqual(["cron_0000000f"]);
-      t.add("0 12 * * *", { durable: true });
-      const [first, ...rest] = t.onDisk();
-      expect(first).toEqual(items[0]);
-      expect(rest.slice(0, -1)).toEqual(items.slice(1));
-      expect(rest.at(-1)).toMatchObject({ id: "cron_0000000a", cron: "0 12 * * *" });
-      const empty = scheduler();
-      expect(empty.s.start()).toEqual([]);
-      expect(existsSync(path.join(empty.workdir, ".harness"))).toBe(false);
-    });
-
-    it("R7: a due job is queued once per minute, stays registered until acknowledged, and never twice while pending", () => {
-      const t = scheduler({ at: "2026-03-01T08:59:50" });
-      const oneShot = t.add("0 9 * * *", { recurring: false, durable: true });
-      t.s.tick();
-      expect(t.s.queue).toEqual([]);
-      t.clock.t = local("2026-03-01T09:00:01");
-      t.s.tick();
-      t.clock.t = local("2026-03-01T09:00:40");
-      t.s.tick();
-      expect(t.s.queue.map((job) => job.id)).toEqual([oneShot]);
-      expect(t.onDisk()[0]).toMatchObject({
-        pending_delivery: true,
-        last_fired: "2026-03-01 09:00",
+      it("R12: a step counts from the start of its range (*/2 in day-of-month is 1, 3, 5 …)", () => {
+        expect(matches("0 0 */2 * *", "2026-03-01T00:00")).toBe(true);
+        expect(matches("0 0 */2 * *", "2026-03-02T00:00")).toBe(false);
+        expect(matches("0 0 */2 * *", "2026-03-03T00:00")).toBe(true);
+        expect(matches("0 0 1 */2 *", "2026-03-01T00:00")).toBe(true);
+        expect(matches("0 0 1 */2 *", "2026-04-01T00:00")).toBe(false);
       });
-      expect(t.lines.at(-1)).toBe(`  [cron] due ${oneShot}: run 0 9 * * *`);
-      t.clock.t = local("2026-03-01T09:01:00");
-      t.s.tick();
-      expect(t.s.queue).toHaveLength(1);
-      // Taken but not acknowledged: still registered, still pending, not queued the next day.
-      const taken = t.s.take();
-      expect(t.s.store.jobs.has(oneShot)).toBe(true);
-      t.clock.t = local("2026-03-02T09:00:05");
-      t.s.tick();
-      expect(t.s.queue).toEqual([]);
-      expect(taken[0]!.last_fired).toBe("2026-03-01 09:00");
-    });
 
-    it("R8: acknowledgement removes a one-shot job and clears a recurring one's flag; restore re-queues; both skip a cancelled job", () => {
-      const t = scheduler({ at: "2026-03-01T09:00:05" });
-      const once = t.add("0 9 * * *", { recurring: false, durable: true });
-      const daily = t.add("0 9 * * *", { durable: true });
-      const gone = t.add("0 9 * * *", { durable: true });
-      t.s.tick();
-      const jobs = t.s.take();
-      expect(jobs.map((job) => job.id)).toEqual([once, daily, gone]);
-      t.s.cancel(gone);
-      t.s.restore(jobs);
-      expect(t.s.queue.map((job) => job.id)).toEqual([once, daily]);
-      expect(t.s.queue.every((job) => job.pending_delivery)).toBe(true);
-      t.s.take();
-      expect(t.s.acknowledge(jobs)).toBe(true);
-      expect([...t.s.store.jobs.keys()]).toEqual([daily]);
-      expect(t.onDisk()).toEqual([
-        expect.objectContaining({
-          id: daily,
-          pending_delivery: false,
-          last_fired: "2026-03-01 09:00",
-        }),
-      ]);
-      t.clock.t = local("2026-03-01T09:00:50");
-      t.s.tick();
-      expect(t.s.queue).toEqual([]);
-      t.clock.t = local("2026-03-02T09:00:00");
-      t.s.tick();
-      expect(t.s.queue.map((job) => job.id)).toEqual([daily]);
-    });
-
-    it("missed minutes: a late tick evaluates every minute since the last one, at most 60", () => {
-      const t = scheduler({ at: "2026-03-01T09:00:30" });
-      const skipped = t.add("2 9 * * *");
-      const every = t.add("* * * * *");
-      t.s.tick();
-      expect(t.s.take().map((job) => job.id)).toEqual([every]);
-      t.s.acknowledge([t.s.store.jobs.get(every)!]);
-      // The event loop was busy from 09:00:30 to 09:03:10: 09:02 was never looked at live.
-      t.clock.t = local("2026-03-01T09:03:10");
-      t.s.tick();
-      const due = t.s.take();
-      expect(due.map((job) => job.id)).toEqual([every, skipped]);
-      // Coalesced: one firing for the four minutes, the first one it saw.
-      expect(due[0]!.last_fired).toBe("2026-03-01 09:01");
-      expect(due[1]!.last_fired).toBe("2026-03-01 09:02");
-
-      const late = scheduler({ at: "2026-03-01T07:00:00" });
-      const tooOld = late.add("0 8 * * *");
-      const inWindow = late.add("15 8 * * *");
-      late.s.tick();
-      late.clock.t = local("2026-03-01T09:10:00");
-      late.s.tick();
-      expect(late.s.queue.map((job) => job.id)).toEqual([inWindow]);
-      expect(late.s.store.jobs.get(tooOld)!.last_fired).toBeNull();
-    });
-
-    it("downtime is not replayed: the first tick looks at the current minute only", () => {
-      const workdir = tempWorkspace("cron-down");
-      writeFiles(workdir, {
-        [CRON_FILE]: fileOf([
-          saved("cron_00000001", { cron: "5 9 * * *" }),
-          saved("cron_00000002", { cron: "10 9 * * *" }),
-        ]),
-      });
-      const t = scheduler({ workdir, at: "2026-03-01T09:10:20" });
-      t.s.start();
-      t.s.tick();
-      expect(t.s.queue.map((job) => job.id)).toEqual(["cron_00000002"]);
-    });
-
-    it("a repeated DST minute fires once (last_fired)", () => {
-      const zone = process.env.TZ;
-      // Synchronous from here to the end: no other test runs while TZ is changed.
-      process.env.TZ = "America/New_York";
-      try {
-        const t = scheduler({ at: "2026-11-01T00:50:00" });
-        const id = t.add("30 1 * * *");
-        const start = new Date(2026, 10, 1, 0, 50).getTime();
-        const fired: string[] = [];
-        // 00:50 EDT to 02:10 EST: 01:00–01:59 happens twice.
-        for (let ms = start; ms <= start + 140 * 60_000; ms += 60_000) {
-          t.s.tick(ms);
-          const jobs = t.s.take();
-          for (const job of jobs) fired.push(`${job.last_fired} ${new Date(ms).toString()}`);
-          t.s.acknowledge(jobs);
+      it("names in any case, 0 and 7 as Sunday, stepped ranges", () => {
+        expect(matches("0 9 * * 7", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * * 7", "2026-03-02T09:00")).toBe(false);
+        expect(matches("0 9 * * sun", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * * MON-FRI", "2026-03-02T09:00")).toBe(true);
+        expect(matches("0 9 * * MON-FRI", "2026-03-01T09:00")).toBe(false);
+        expect(matches("0 9 * * 5-7", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * Mar *", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * JAN-DEC/2 *", "2026-03-01T09:00")).toBe(true);
+        expect(matches("0 9 * JAN-DEC/2 *", "2026-04-01T09:00")).toBe(false);
+        expect(matches("1-5/2 * * * *", "2026-03-01T09:03")).toBe(true);
+        expect(matches("1-5/2 * * * *", "2026-03-01T09:04")).toBe(false);
+        for (const valid of ["* * * * 7", "* * * JAN *", "1-5/2 * * * *", "0  9\t* * *"]) {
+          expect(parse.cronError(valid), valid).toBeNull();
         }
-        expect(fired).toHaveLength(1);
-        expect(fired[0]).toMatch(/^2026-11-01 01:30 .*GMT-0400/);
-        expect(t.s.store.jobs.get(id)!.last_fired).toBe("2026-11-01 01:30");
-      } finally {
-        if (zone === undefined) delete process.env.TZ;
-        else process.env.TZ = zone;
-      }
-    });
-
-    it("R13: a failed save (the rename fails) leaves every job as it was and no temp file", () => {
-      const t = scheduler({ at: "2026-03-01T08:59:30", ids: ["0000000a", "0000000b"] });
-      const kept = t.add("0 9 * * *", { durable: true });
-      // From now on .harness/cron.json is a folder: writing the temp file works, the rename fails.
-      rmSync(t.file);
-      mkdirSync(path.join(t.file, "in-the-way"), { recursive: true });
-      const failed = t.s.schedule({
-        cron: "0 10 * * *",
-        prompt: "p",
-        recurring: true,
-        durable: true,
+        expect(parse.validateCron("0 9 * feb-mar sun,SAT")).toBe("0 9 * 2-3 0,6");
       });
-      expect(failed.isError).toBe(true);
-      expect(failed.content).toMatch(/^Error: could not save \.harness\/cron\.json: /);
-      expect([...t.s.store.jobs.keys()]).toEqual([kept]);
-      expect(t.s.cancel(kept).content).toMatch(/^Error: could not save \.harness\/cron\.json: /);
-      expect([...t.s.store.jobs.keys()]).toEqual([kept]);
-      t.clock.t = local("2026-03-01T09:00:00");
-      t.s.tick();
-      expect(t.s.queue).toEqual([]);
-      expect(t.s.store.jobs.get(kept)).toMatchObject({ pending_delivery: false, last_fired: null });
-      expect(t.lines.at(-1)).toMatch(
-        new RegExp(
-          `^ {2}\\[cron\\] could not enqueue ${kept}: could not save \\.harness/cron\\.json: `,
-        ),
-      );
-      // A session job needs no save.
-      expect(t.add("0 10 * * *")).toMatch(/^cron_/);
-      expect(readdirSync(path.dirname(t.file)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+
+      it("R11: each error names its field", () => {
+        const cases: Array<[string, string]> = [
+          ["* * * *", "Expected 5 fields, got 4"],
+          ["* * * * * *", "Expected 5 fields, got 6"],
+          ["", "Expected 5 fields, got 0"],
+          ["@daily", "Expected 5 fields, got 1"],
+          ["60 * * * *", "minute: Value 60 is outside [0-59]"],
+          ["61 * * * *", "minute: Value 61 is outside [0-59]"],
+          ["*/0 * * * *", "minute: Invalid step: */0"],
+          ["*/61 * * * *", "minute: Invalid step: */61"],
+          ["5/15 * * * *", "minute: Invalid step: 5/15"],
+          ["5-1 * * * *", "minute: Range start is greater than end: 5-1"],
+          ["0 20-25 * * *", "hour: Range 20-25 is outside [0-23]"],
+          ["0 24 * * *", "hour: Value 24 is outside [0-23]"],
+          ["* * 0 * *", "day-of-month: Value 0 is outside [1-31]"],
+          ["* * 1,,2 * *", "day-of-month: Invalid field: 1,,2"],
+          ["* * L * *", "day-of-month: Invalid field: L"],
+          ["* * 15W * *", "day-of-month: Invalid field: 15W"],
+          ["* * ? * *", "day-of-month: Invalid field: ?"],
+          ["* * * FOO *", "month: Invalid field: FOO"],
+          ["* * * 13 *", "month: Value 13 is outside [1-12]"],
+          ["* * * MON *", "month: Invalid field: MON"],
+          ["* * * * 8", "day-of-week: Value 8 is outside [0-7]"],
+          ["* * * * FRI#2", "day-of-week: Invalid field: FRI#2"],
+          ["* * * * 5L", "day-of-week: Invalid field: 5L"],
+          ["* * * * +1", "day-of-week: Invalid field: +1"],
+          ["* * * * SAT-SUN", "day-of-week: Range start is greater than end: SAT-SUN"],
+          ["* * * * a-b", "day-of-week: Invalid range: a-b"],
+        ];
+        for (const [expr, error] of cases) expect(parse.cronError(expr), expr).toBe(error);
+      });
     });
 
-    it("acknowledgement that cannot be saved is rolled back and the jobs re-queued", () => {
-      const t = scheduler({ at: "2026-03-01T09:00:05" });
-      const once = t.add("0 9 * * *", { recurring: false, durable: true });
-      t.s.tick();
-      const jobs = t.s.take();
-      rmSync(t.file);
-      mkdirSync(path.join(t.file, "in-the-way"), { recursive: true });
-      expect(t.s.acknowledge(jobs)).toBe(false);
-      expect(t.s.store.jobs.get(once)).toMatchObject({ pending_delivery: true });
-      expect(t.s.queue.map((job) => job.id)).toEqual([once]);
-      expect(t.lines.at(-1)).toMatch(/^ {2}\[cron\] acknowledgement failed: could not save/);
-    });
-
-    it.each([
-      ["invalid JSON", "{", /^invalid JSON \(/],
-      ["not an array", '{"jobs": []}', /^not a JSON array$/],
-      ["unreadable (a folder)", null, /^EISDIR: /],
-    ])(
-      "R14: a corrupt file (%s) is reported, never rewritten; durable jobs are refused, session jobs work",
-      (_kind, content, reason) => {
-        const workdir = tempWorkspace("cron-corrupt");
-        const file = path.join(workdir, CRON_FILE);
-        if (content === null) mkdirSync(file, { recursive: true });
-        else writeFiles(workdir, { [CRON_FILE]: content });
-        const t = scheduler({ workdir, at: "2026-03-01T09:00:05" });
-        const [line, ...more] = t.s.start();
-        expect(more).toEqual([]);
-        expect(line!.text.startsWith("[cron] could not load .harness/cron.json: ")).toBe(true);
-        const why = line!.text.slice("[cron] could not load .harness/cron.json: ".length);
-        expect(why).toMatch(reason);
-        expect(
-          t.s.schedule({ cron: "0 9 * * *", prompt: "p", recurring: true, durable: true }),
-        ).toEqual({
-          content: `Error: .harness/cron.json is unreadable (${why}); fix or move it to use durable jobs`,
+    // -------------------------------------------------------------------------------------
+    describe("the store and the scheduler", () => {
+      it("R5: a durable job is saved as pretty snake_case JSON; a session job is not; refusals register nothing", () => {
+        const t = scheduler({ ids: ["0000000a", "0000000b"] });
+        const durable = t.s.schedule({
+          cron: " 0  9 * * 1-5 ",
+          prompt: "standup notes",
+          recurring: true,
+          durable: true,
+        });
+        expect(durable).toEqual({
+          content: "Scheduled cron_0000000a: 0 9 * * 1-5 -> standup notes",
+        });
+        const session = t.s.schedule({
+          cron: "30 9 * * *",
+          prompt: "coffee",
+          recurring: false,
+          durable: false,
+        });
+        expect(session.content).toBe("Scheduled cron_0000000b: 30 9 * * * -> coffee");
+        expect(readFileSync(t.file, "utf8")).toBe(
+          fileOf([
+            {
+              id: "cron_0000000a",
+              cron: "0 9 * * 1-5",
+              prompt: "standup notes",
+              recurring: true,
+              durable: true,
+              pending_delivery: false,
+              last_fired: null,
+            },
+          ]),
+        );
+        expect(readFileSync(t.file, "utf8")).toContain('\n  {\n    "id": "cron_0000000a",');
+        const refused = [
+          t.s.schedule({ cron: "61 * * * *", prompt: "x", recurring: true, durable: true }),
+          t.s.schedule({ cron: "0 9 * * *", prompt: "  ", recurring: true, durable: true }),
+        ];
+        expect(refused).toEqual([
+          { content: "Error: minute: Value 61 is outside [0-59]", isError: true },
+          { content: "Error: Prompt cannot be empty", isError: true },
+        ]);
+        expect([...t.s.store.jobs.keys()]).toEqual(["cron_0000000a", "cron_0000000b"]);
+        expect(t.s.list()).toBe(
+          [
+            "cron_0000000a: 0 9 * * 1-5 -> standup notes [recurring, durable]",
+            "cron_0000000b: 30 9 * * * -> coffee [one-shot, session]",
+          ].join("\n"),
+        );
+        expect(t.lines).toEqual([
+          "  [cron] scheduled cron_0000000a: 0 9 * * 1-5 -> standup notes",
+          "  [cron] scheduled cron_0000000b: 30 9 * * * -> coffee",
+        ]);
+        expect(t.s.cancel("cron_0000000a")).toEqual({ content: "Cancelled cron_0000000a" });
+        expect(t.s.cancel("cron_0000000a")).toEqual({
+          content: "Job cron_0000000a not found",
           isError: true,
         });
-        const session = t.add("0 9 * * *");
-        t.s.tick();
-        expect(t.s.queue.map((job) => job.id)).toEqual([session]);
-        expect(t.s.list()).toContain(
-          `[!] .harness/cron.json is unreadable (${why}): no durable jobs`,
-        );
-        if (content !== null) expect(readFileSync(file, "utf8")).toBe(content);
-        else expect(readdirSync(file)).toEqual([]);
-        // Fixed meanwhile: the next durable job loads the file and saves.
-        rmSync(file, { recursive: true });
-        writeFiles(workdir, { [CRON_FILE]: fileOf([saved("cron_00000001")]) });
-        expect(t.add("0 11 * * *", { durable: true })).toMatch(/^cron_/);
-        expect(t.onDisk().map((item) => (item as Job).id)[0]).toBe("cron_00000001");
-        expect(t.lines).toContain("  [cron] loaded 1 durable job(s)");
-      },
-    );
-
-    it("R17: last_fired survives a restart, so a job due this minute does not fire again", () => {
-      const workdir = tempWorkspace("cron-restart");
-      const first = scheduler({ workdir, at: "2026-03-01T09:00:05" });
-      const id = first.add("0 9 * * *", { durable: true });
-      first.s.tick();
-      first.s.acknowledge(first.s.take());
-      const second = scheduler({ workdir, at: "2026-03-01T09:00:30" });
-      expect(second.s.start()).toEqual([{ text: "[cron] loaded 1 durable job(s)", tone: "dim" }]);
-      second.s.tick();
-      expect(second.s.queue).toEqual([]);
-      expect(second.s.store.jobs.get(id)!.last_fired).toBe("2026-03-01 09:00");
-    });
-  });
-
-  // -------------------------------------------------------------------------------------
-  describe("delivery", () => {
-    function delivery(at = "2026-03-01T09:00:05") {
-      const t = scheduler({ at });
-      const d = new cron.CronDelivery(t.s, {
-        clock: { now: () => t.clock.t },
-        say: (line) => t.lines.push(line),
+        expect(t.onDisk()).toEqual([]);
+        expect(t.s.cancel("cron_0000000b").content).toBe("Cancelled cron_0000000b");
+        expect(t.s.list()).toBe("No cron jobs.");
+        expect(t.lines.slice(2)).toEqual([
+          "  [cron] cancelled cron_0000000a",
+          "  [cron] cancelled cron_0000000b",
+        ]);
       });
-      const pushed: string[] = [];
-      const model = (fail: boolean) => async () => {
-        if (fail) throw new Error("API error 500 api_error: Internal server error");
-        return {} as Anthropic.Message;
-      };
-      const call = (fail: boolean) =>
-        d.seams.aroundModelCall!(model(fail), [], runContext({ turn: "scheduled" }));
-      return { ...t, d, pushed, call };
-    }
 
-    it("one event for every due job; the scheduled turn takes them all as one message", async () => {
-      const t = delivery();
-      const a = t.add("0 9 * * *", { prompt: "do the thing", recurring: false });
-      const b = t.add("* * * * *", { prompt: "and this" });
-      t.d.source.start!((event) => t.pushed.push(event));
-      try {
-        expect(t.s.queue.map((job) => job.id)).toEqual([a, b]);
-        t.d.check();
-        t.d.check();
-        expect(t.pushed).toEqual(["due"]);
-        const input = await t.d.source.turn("due");
-        expect(input).toEqual({
-          kind: "scheduled",
-          request: "[Scheduled] do the thing\n[Scheduled] and this",
-          content: [
-            { type: "text", text: "[Scheduled] do the thing" },
-            { type: "text", text: "[Scheduled] and this" },
-          ],
-        });
+      it("draws a new ID while it is taken, and gives up after 100 tries", () => {
+        const t = scheduler({ ids: ["0000000a", "0000000a", "0000000b"] });
+        t.add("0 9 * * *");
+        expect(t.add("0 9 * * *")).toBe("cron_0000000b");
+        const stuck = scheduler({ ids: [] });
+        stuck.add("0 9 * * *");
+        expect(
+          stuck.s.schedule({ cron: "0 9 * * *", prompt: "p", recurring: true, durable: false }),
+        ).toEqual({ content: "Error: Could not allocate a cron job ID", isError: true });
+      });
+
+      it("R6: loads valid jobs, queues pending ones, reports and skips invalid items, and writes them back verbatim", () => {
+        const workdir = tempWorkspace("cron-load");
+        const bad = [
+          saved("cron_00000002", { cron: "99 9 * * *" }),
+          { ...saved("cron_00000003"), id: "job_a" },
+          saved("cron_00000004", { prompt: "  " }),
+          5,
+          { ...saved("cron_00000005"), owner: "me" },
+          saved("cron_00000001"),
+        ];
+        const items = [
+          saved("cron_00000001", { last_fired: "2026-02-28 09:00" }),
+          bad[0],
+          saved("cron_0000000f", { pending_delivery: true, cron: "0 3 * * *" }),
+          ...bad.slice(1),
+        ];
+        writeFiles(workdir, { [CRON_FILE]: fileOf(items) });
+        const t = scheduler({ workdir, ids: ["0000000a"] });
+        expect(t.s.start()).toEqual([
+          {
+            text: "[cron] skipped invalid saved job: cron_00000002: cron '99 9 * * *': minute: Value 99 is outside [0-59]",
+            tone: "warn",
+          },
+          {
+            text: '[cron] skipped invalid saved job: id must be a string starting with cron_ (got "job_a")',
+            tone: "warn",
+          },
+          {
+            text: "[cron] skipped invalid saved job: cron_00000004: prompt must be a non-empty string",
+            tone: "warn",
+          },
+          { text: "[cron] skipped invalid saved job: not a JSON object", tone: "warn" },
+          { text: "[cron] skipped invalid saved job: unknown key 'owner'", tone: "warn" },
+          {
+            text: "[cron] skipped invalid saved job: cron_00000001: duplicate id",
+            tone: "warn",
+          },
+          { text: "[cron] loaded 2 durable job(s); 1 pending, re-queued", tone: "dim" },
+        ]);
+        expect([...t.s.store.jobs.keys()]).toEqual(["cron_00000001", "cron_0000000f"]);
+        expect(t.s.store.jobs.get("cron_00000001")!.last_fired).toBe("2026-02-28 09:00");
+        expect(t.s.queue.map((job) => job.id)).toEqual(["cron_0000000f"]);
+        t.add("0 12 * * *", { durable: true });
+        const [first, ...rest] = t.onDisk();
+        expect(first).toEqual(items[0]);
+        expect(rest.slice(0, -1)).toEqual(items.slice(1));
+        expect(rest.at(-1)).toMatchObject({ id: "cron_0000000a", cron: "0 12 * * *" });
+        const empty = scheduler();
+        expect(empty.s.start()).toEqual([]);
+        expect(existsSync(path.join(empty.workdir, ".harness"))).toBe(false);
+      });
+
+      it("R7: a due job is queued once per minute, stays registered until acknowledged, and never twice while pending", () => {
+        const t = scheduler({ at: "2026-03-01T08:59:50" });
+        const oneShot = t.add("0 9 * * *", { recurring: false, durable: true });
+        t.s.tick();
         expect(t.s.queue).toEqual([]);
-        expect(t.lines).toContain(`  [cron] delivered ${a}: do the thing`);
-        expect(await t.d.source.turn("due")).toBeNull();
-        // The first successful response acknowledges; later calls of the turn change nothing.
-        await t.call(false);
-        expect([...t.s.store.jobs.keys()]).toEqual([b]);
-        expect(t.s.store.jobs.get(b)!.pending_delivery).toBe(false);
-        await t.call(false);
-        expect([...t.s.store.jobs.keys()]).toEqual([b]);
-        // A user turn's model calls are not the seam's business.
+        t.clock.t = local("2026-03-01T09:00:01");
+        t.s.tick();
+        t.clock.t = local("2026-03-01T09:00:40");
+        t.s.tick();
+        expect(t.s.queue.map((job) => job.id)).toEqual([oneShot]);
+        expect(t.onDisk()[0]).toMatchObject({
+          pending_delivery: true,
+          last_fired: "2026-03-01 09:00",
+        });
+        expect(t.lines.at(-1)).toBe(`  [cron] due ${oneShot}: run 0 9 * * *`);
         t.clock.t = local("2026-03-01T09:01:00");
         t.s.tick();
-        await t.d.seams.aroundModelCall!(async () => ({}) as Anthropic.Message, [], runContext());
         expect(t.s.queue).toHaveLength(1);
-      } finally {
-        t.d.stop();
-      }
-    });
+        // Taken but not acknowledged: still registered, still pending, not queued the next day.
+        const taken = t.s.take();
+        expect(t.s.store.jobs.has(oneShot)).toBe(true);
+        t.clock.t = local("2026-03-02T09:00:05");
+        t.s.tick();
+        expect(t.s.queue).toEqual([]);
+        expect(taken[0]!.last_fired).toBe("2026-03-01 09:00");
+      });
 
-    it("a failed call puts the jobs back with backoff: 30 s doubling to 15 min, reset on success", async () => {
-      const t = delivery();
-      const id = t.add("* * * * *", { prompt: "p" });
-      t.d.source.start!((event) => t.pushed.push(event));
-      try {
-        const waits: string[] = [];
-        for (let failure = 1; failure <= 7; failure++) {
-          await t.d.source.turn("due");
-          await expect(t.call(true)).rejects.toThrow("Internal server error");
-          expect(t.s.queue.map((job) => job.id)).toEqual([id]);
-          waits.push(/next try in (\S+)$/.exec(t.lines.at(-1)!)![1]!);
-          const wait = cron.backoffMs(failure);
-          t.pushed.length = 0;
-          t.clock.t += wait - 1;
-          t.d.check();
-          expect(t.pushed).toEqual([]);
-          expect(await t.d.source.turn("due")).toBeNull();
-          t.clock.t += 1;
-          t.d.check();
-          expect(t.pushed).toEqual(["due"]);
+      it("R8: acknowledgement removes a one-shot job and clears a recurring one's flag; restore re-queues; both skip a cancelled job", () => {
+        const t = scheduler({ at: "2026-03-01T09:00:05" });
+        const once = t.add("0 9 * * *", { recurring: false, durable: true });
+        const daily = t.add("0 9 * * *", { durable: true });
+        const gone = t.add("0 9 * * *", { durable: true });
+        t.s.tick();
+        const jobs = t.s.take();
+        expect(jobs.map((job) => job.id)).toEqual([once, daily, gone]);
+        t.s.cancel(gone);
+        t.s.restore(jobs);
+        expect(t.s.queue.map((job) => job.id)).toEqual([once, daily]);
+        expect(t.s.queue.every((job) => job.pending_delivery)).toBe(true);
+        t.s.take();
+        expect(t.s.acknowledge(jobs)).toBe(true);
+        expect([...t.s.store.jobs.keys()]).toEqual([daily]);
+        expect(t.onDisk()).toEqual([
+          expect.objectContaining({
+            id: daily,
+            pending_delivery: false,
+            last_fired: "2026-03-01 09:00",
+          }),
+        ]);
+        t.clock.t = local("2026-03-01T09:00:50");
+        t.s.tick();
+        expect(t.s.queue).toEqual([]);
+        t.clock.t = local("2026-03-02T09:00:00");
+        t.s.tick();
+        expect(t.s.queue.map((job) => job.id)).toEqual([daily]);
+      });
+
+      it("missed minutes: a late tick evaluates every minute since the last one, at most 60", () => {
+        const t = scheduler({ at: "2026-03-01T09:00:30" });
+        const skipped = t.add("2 9 * * *");
+        const every = t.add("* * * * *");
+        t.s.tick();
+        expect(t.s.take().map((job) => job.id)).toEqual([every]);
+        t.s.acknowledge([t.s.store.jobs.get(every)!]);
+        // The event loop was busy from 09:00:30 to 09:03:10: 09:02 was never looked at live.
+        t.clock.t = local("2026-03-01T09:03:10");
+        t.s.tick();
+        const due = t.s.take();
+        expect(due.map((job) => job.id)).toEqual([every, skipped]);
+        // Coalesced: one firing for the four minutes, the first one it saw.
+        expect(due[0]!.last_fired).toBe("2026-03-01 09:01");
+        expect(due[1]!.last_fired).toBe("2026-03-01 09:02");
+
+        const late = scheduler({ at: "2026-03-01T07:00:00" });
+        const tooOld = late.add("0 8 * * *");
+        const inWindow = late.add("15 8 * * *");
+        late.s.tick();
+        late.clock.t = local("2026-03-01T09:10:00");
+        late.s.tick();
+        expect(late.s.queue.map((job) => job.id)).toEqual([inWindow]);
+        expect(late.s.store.jobs.get(tooOld)!.last_fired).toBeNull();
+      });
+
+      it("downtime is not replayed: the first tick looks at the current minute only", () => {
+        const workdir = tempWorkspace("cron-down");
+        writeFiles(workdir, {
+          [CRON_FILE]: fileOf([
+            saved("cron_00000001", { cron: "5 9 * * *" }),
+            saved("cron_00000002", { cron: "10 9 * * *" }),
+          ]),
+        });
+        const t = scheduler({ workdir, at: "2026-03-01T09:10:20" });
+        t.s.start();
+        t.s.tick();
+        expect(t.s.queue.map((job) => job.id)).toEqual(["cron_00000002"]);
+      });
+
+      it("a repeated DST minute fires once (last_fired)", () => {
+        const zone = process.env.TZ;
+        // Synchronous from here to the end: no other test runs while TZ is changed.
+        process.env.TZ = "America/New_York";
+        try {
+          const t = scheduler({ at: "2026-11-01T00:50:00" });
+          const id = t.add("30 1 * * *");
+          const start = new Date(2026, 10, 1, 0, 50).getTime();
+          const fired: string[] = [];
+          // 00:50 EDT to 02:10 EST: 01:00–01:59 happens twice.
+          for (let ms = start; ms <= start + 140 * 60_000; ms += 60_000) {
+            t.s.tick(ms);
+            const jobs = t.s.take();
+            for (const job of jobs) fired.push(`${job.last_fired} ${new Date(ms).toString()}`);
+            t.s.acknowledge(jobs);
+          }
+          expect(fired).toHaveLength(1);
+          expect(fired[0]).toMatch(/^2026-11-01 01:30 .*GMT-0400/);
+          expect(t.s.store.jobs.get(id)!.last_fired).toBe("2026-11-01 01:30");
+        } finally {
+          if (zone === undefined) delete process.env.TZ;
+          else process.env.TZ = zone;
         }
-        expect(waits).toEqual(["30s", "1min", "2min", "4min", "8min", "15min", "15min"]);
-        expect(t.lines.at(-1)).toBe(
-          `  [cron] delivery failed: ${id} back in the queue; next try in 15min`,
+      });
+
+      it("R13: a failed save (the rename fails) leaves every job as it was and no temp file", () => {
+        const t = scheduler({ at: "2026-03-01T08:59:30", ids: ["0000000a", "0000000b"] });
+        const kept = t.add("0 9 * * *", { durable: true });
+        // From now on .harness/cron.json is a folder: writing the temp file works, the rename fails.
+        rmSync(t.file);
+        mkdirSync(path.join(t.file, "in-the-way"), { recursive: true });
+        const failed = t.s.schedule({
+          cron: "0 10 * * *",
+          prompt: "p",
+          recurring: true,
+          durable: true,
+        });
+        expect(failed.isError).toBe(true);
+        expect(failed.content).toMatch(/^Error: could not save \.harness\/cron\.json: /);
+        expect([...t.s.store.jobs.keys()]).toEqual([kept]);
+        expect(t.s.cancel(kept).content).toMatch(/^Error: could not save \.harness\/cron\.json: /);
+        expect([...t.s.store.jobs.keys()]).toEqual([kept]);
+        t.clock.t = local("2026-03-01T09:00:00");
+        t.s.tick();
+        expect(t.s.queue).toEqual([]);
+        expect(t.s.store.jobs.get(kept)).toMatchObject({
+          pending_delivery: false,
+          last_fired: null,
+        });
+        expect(t.lines.at(-1)).toMatch(
+          new RegExp(
+            `^ {2}\\[cron\\] could not enqueue ${kept}: could not save \\.harness/cron\\.json: `,
+          ),
         );
-        await t.d.source.turn("due");
-        await t.call(false);
-        expect(t.d.failures).toBe(0);
-        expect(t.d.retryAt).toBe(0);
-        expect(t.s.store.jobs.get(id)!.pending_delivery).toBe(false);
-      } finally {
-        t.d.stop();
-      }
-    });
+        // A session job needs no save.
+        expect(t.add("0 10 * * *")).toMatch(/^cron_/);
+        expect(readdirSync(path.dirname(t.file)).filter((name) => name.endsWith(".tmp"))).toEqual(
+          [],
+        );
+      });
 
-    it("an outer retry that succeeds after a failure still acknowledges, and the queue is emptied", async () => {
-      const t = delivery();
-      const id = t.add("0 9 * * *", { recurring: false });
-      t.s.tick();
-      await t.d.source.turn("due");
-      await expect(t.call(true)).rejects.toThrow();
-      expect(t.s.queue).toHaveLength(1);
-      await t.call(false);
-      expect(t.s.queue).toEqual([]);
-      expect(t.s.store.jobs.has(id)).toBe(false);
-      expect(t.d.failures).toBe(0);
-    });
+      it("acknowledgement that cannot be saved is rolled back and the jobs re-queued", () => {
+        const t = scheduler({ at: "2026-03-01T09:00:05" });
+        const once = t.add("0 9 * * *", { recurring: false, durable: true });
+        t.s.tick();
+        const jobs = t.s.take();
+        rmSync(t.file);
+        mkdirSync(path.join(t.file, "in-the-way"), { recursive: true });
+        expect(t.s.acknowledge(jobs)).toBe(false);
+        expect(t.s.store.jobs.get(once)).toMatchObject({ pending_delivery: true });
+        expect(t.s.queue.map((job) => job.id)).toEqual([once]);
+        expect(t.lines.at(-1)).toMatch(/^ {2}\[cron\] acknowledgement failed: could not save/);
+      });
 
-    it("a scheduled turn that ended before any model call is settled by the next turn", async () => {
-      const t = delivery();
-      const id = t.add("0 9 * * *");
-      t.s.tick();
-      const input = await t.d.source.turn("due");
-      const turnOf = (content: Turn["content"]) =>
-        ({
-          kind: "user",
-          request: "",
-          content,
-          history: [],
-          signal: new AbortController().signal,
-        }) as Turn;
-      // Its own turn starting is no failure.
-      t.d.beforeTurn(turnOf(input!.content));
-      expect(t.s.queue).toEqual([]);
-      t.d.beforeTurn(turnOf("next line"));
-      expect(t.s.queue.map((job) => job.id)).toEqual([id]);
-      expect(t.lines.at(-1)).toBe(
-        `  [cron] delivery failed: ${id} back in the queue; next try in 30s`,
+      it.each([
+        ["invalid JSON", "{", /^invalid JSON \(/],
+        ["not an array", '{"jobs": []}', /^not a JSON array$/],
+        ["unreadable (a folder)", null, /^EISDIR: /],
+      ])(
+        "R14: a corrupt file (%s) is reported, never rewritten; durable jobs are refused, session jobs work",
+        (_kind, content, reason) => {
+          const workdir = tempWorkspace("cron-corrupt");
+          const file = path.join(workdir, CRON_FILE);
+          if (content === null) mkdirSync(file, { recursive: true });
+          else writeFiles(workdir, { [CRON_FILE]: content });
+          const t = scheduler({ workdir, at: "2026-03-01T09:00:05" });
+          const [line, ...more] = t.s.start();
+          expect(more).toEqual([]);
+          expect(line!.text.startsWith("[cron] could not load .harness/cron.json: ")).toBe(true);
+          const why = line!.text.slice("[cron] could not load .harness/cron.json: ".length);
+          expect(why).toMatch(reason);
+          expect(
+            t.s.schedule({ cron: "0 9 * * *", prompt: "p", recurring: true, durable: true }),
+          ).toEqual({
+            content: `Error: .harness/cron.json is unreadable (${why}); fix or move it to use durable jobs`,
+            isError: true,
+          });
+          const session = t.add("0 9 * * *");
+          t.s.tick();
+          expect(t.s.queue.map((job) => job.id)).toEqual([session]);
+          expect(t.s.list()).toContain(
+            `[!] .harness/cron.json is unreadable (${why}): no durable jobs`,
+          );
+          if (content !== null) expect(readFileSync(file, "utf8")).toBe(content);
+          else expect(readdirSync(file)).toEqual([]);
+          // Fixed meanwhile: the next durable job loads the file and saves.
+          rmSync(file, { recursive: true });
+          writeFiles(workdir, { [CRON_FILE]: fileOf([saved("cron_00000001")]) });
+          expect(t.add("0 11 * * *", { durable: true })).toMatch(/^cron_/);
+          expect(t.onDisk().map((item) => (item as Job).id)[0]).toBe("cron_00000001");
+          expect(t.lines).toContain("  [cron] loaded 1 durable job(s)");
+        },
       );
-    });
 
-    it("clock: HARNESS_CLOCK_START starts the clock there and it runs at real speed", () => {
-      let real = 1_000_000;
-      const clock = cron.clockFrom({ HARNESS_CLOCK_START: "2026-03-01T08:59:58.250" }, () => real);
-      expect(clock.now()).toBe(local("2026-03-01T08:59:58.250"));
-      real += 1750;
-      expect(store.minuteMarker(clock.now())).toBe("2026-03-01 09:00");
-      expect(cron.clockFrom({}, () => 42).now()).toBe(42);
-      for (const bad of ["tomorrow", "2026-02-30T10:00", "2026-03-01T24:00", "2026-03-01T09:00Z"]) {
-        expect(() => cron.clockFrom({ HARNESS_CLOCK_START: bad }), bad).toThrow(
-          `HARNESS_CLOCK_START must be a local date-time such as 2026-03-02T08:59:58 (got '${bad}')`,
-        );
-      }
-      expect(cron.clockSection(local("2026-03-01T08:59:30"))).toEqual({
-        id: "clock",
-        text: `Current local time: 2026-03-01 08:59 (Sunday, ${ZONE})`,
-        dynamic: true,
+      it("R17: last_fired survives a restart, so a job due this minute does not fire again", () => {
+        const workdir = tempWorkspace("cron-restart");
+        const first = scheduler({ workdir, at: "2026-03-01T09:00:05" });
+        const id = first.add("0 9 * * *", { durable: true });
+        first.s.tick();
+        first.s.acknowledge(first.s.take());
+        const second = scheduler({ workdir, at: "2026-03-01T09:00:30" });
+        expect(second.s.start()).toEqual([{ text: "[cron] loaded 1 durable job(s)", tone: "dim" }]);
+        second.s.tick();
+        expect(second.s.queue).toEqual([]);
+        expect(second.s.store.jobs.get(id)!.last_fired).toBe("2026-03-01 09:00");
       });
     });
-  });
+
+    // -------------------------------------------------------------------------------------
+    describe("delivery", () => {
+      function delivery(at = "2026-03-01T09:00:05") {
+        const t = scheduler({ at });
+        const d = new cron.CronDelivery(t.s, {
+          clock: { now: () => t.clock.t },
+          say: (line) => t.lines.push(line),
+        });
+        const pushed: string[] = [];
+        const model = (fail: boolean) => async () => {
+          if (fail) throw new Error("API error 500 api_error: Internal server error");
+          return {} as Anthropic.Message;
+        };
+        const call = (fail: boolean) =>
+          d.seams.aroundModelCall!(model(fail), [], runContext({ turn: "scheduled" }));
+        return { ...t, d, pushed, call };
+      }
+
+      it("one event for every due job; the scheduled turn takes them all as one message", async () => {
+        const t = delivery();
+        const a = t.add("0 9 * * *", { prompt: "do the thing", recurring: false });
+        const b = t.add("* * * * *", { prompt: "and this" });
+        t.d.source.start!((event) => t.pushed.push(event));
+        try {
+          expect(t.s.queue.map((job) => job.id)).toEqual([a, b]);
+          t.d.check();
+          t.d.check();
+          expect(t.pushed).toEqual(["due"]);
+          const input = await t.d.source.turn("due");
+          expect(input).toEqual({
+            kind: "scheduled",
+            request: "[Scheduled] do the thing\n[Scheduled] and this",
+            content: [
+              { type: "text", text: "[Scheduled] do the thing" },
+              { type: "text", text: "[Scheduled] and this" },
+            ],
+          });
+          expect(t.s.queue).toEqual([]);
+          expect(t.lines).toContain(`  [cron] delivered ${a}: do the thing`);
+          expect(await t.d.source.turn("due")).toBeNull();
+          // The first successful response acknowledges; later calls of the turn change nothing.
+          await t.call(false);
+          expect([...t.s.store.jobs.keys()]).toEqual([b]);
+          expect(t.s.store.jobs.get(b)!.pending_delivery).toBe(false);
+          await t.call(false);
+          expect([...t.s.store.jobs.keys()]).toEqual([b]);
+          // A user turn's model calls are not the seam's business.
+          t.clock.t = local("2026-03-01T09:01:00");
+          t.s.tick();
+          await t.d.seams.aroundModelCall!(async () => ({}) as Anthropic.Message, [], runContext());
+          expect(t.s.queue).toHaveLength(1);
+        } finally {
+          t.d.stop();
+        }
+      });
+
+      it("a failed call puts the jobs back with backoff: 30 s doubling to 15 min, reset on success", async () => {
+        const t = delivery();
+        const id = t.add("* * * * *", { prompt: "p" });
+        t.d.source.start!((event) => t.pushed.push(event));
+        try {
+          const waits: string[] = [];
+          for (let failure = 1; failure <= 7; failure++) {
+            await t.d.source.turn("due");
+            await expect(t.call(true)).rejects.toThrow("Internal server error");
+            expect(t.s.queue.map((job) => job.id)).toEqual([id]);
+            waits.push(/next try in (\S+)$/.exec(t.lines.at(-1)!)![1]!);
+            const wait = cron.backoffMs(failure);
+            t.pushed.length = 0;
+            t.clock.t += wait - 1;
+            t.d.check();
+            expect(t.pushed).toEqual([]);
+            expect(await t.d.source.turn("due")).toBeNull();
+            t.clock.t += 1;
+            t.d.check();
+            expect(t.pushed).toEqual(["due"]);
+          }
+          expect(waits).toEqual(["30s", "1min", "2min", "4min", "8min", "15min", "15min"]);
+          expect(t.lines.at(-1)).toBe(
+            `  [cron] delivery failed: ${id} back in the queue; next try in 15min`,
+          );
+          await t.d.source.turn("due");
+          await t.call(false);
+          expect(t.d.failures).toBe(0);
+          expect(t.d.retryAt).toBe(0);
+          expect(t.s.store.jobs.get(id)!.pending_delivery).toBe(false);
+        } finally {
+          t.d.stop();
+        }
+      });
+
+      it("an outer retry that succeeds after a failure still acknowledges, and the queue is emptied", async () => {
+        const t = delivery();
+        const id = t.add("0 9 * * *", { recurring: false });
+        t.s.tick();
+        await t.d.source.turn("due");
+        await expect(t.call(true)).rejects.toThrow();
+        expect(t.s.queue).toHaveLength(1);
+        await t.call(false);
+        expect(t.s.queue).toEqual([]);
+        expect(t.s.store.jobs.has(id)).toBe(false);
+        expect(t.d.failures).toBe(0);
+      });
+
+      it("a scheduled turn that ended before any model call is settled by the next turn", async () => {
+        const t = delivery();
+        const id = t.add("0 9 * * *");
+        t.s.tick();
+        const input = await t.d.source.turn("due");
+        const turnOf = (content: Turn["content"]) =>
+          ({
+            kind: "user",
+            request: "",
+            content,
+            history: [],
+            signal: new AbortController().signal,
+          }) as Turn;
+        // Its own turn starting is no failure.
+        t.d.beforeTurn(turnOf(input!.content));
+        expect(t.s.queue).toEqual([]);
+        t.d.beforeTurn(turnOf("next line"));
+        expect(t.s.queue.map((job) => job.id)).toEqual([id]);
+        expect(t.lines.at(-1)).toBe(
+          `  [cron] delivery failed: ${id} back in the queue; next try in 30s`,
+        );
+      });
+
+      it("clock: HARNESS_CLOCK_START starts the clock there and it runs at real speed", () => {
+        let real = 1_000_000;
+        const clock = cron.clockFrom(
+          { HARNESS_CLOCK_START: "2026-03-01T08:59:58.250" },
+          () => real,
+        );
+        expect(clock.now()).toBe(local("2026-03-01T08:59:58.250"));
+        real += 1750;
+        expect(store.minuteMarker(clock.now())).toBe("2026-03-01 09:00");
+        expect(cron.clockFrom({}, () => 42).now()).toBe(42);
+        for (const bad of [
+          "tomorrow",
+          "2026-02-30T10:00",
+          "2026-03-01T24:00",
+          "2026-03-01T09:00Z",
+        ]) {
+          expect(() => cron.clockFrom({ HARNESS_CLOCK_START: bad }), bad).toThrow(
+            `HARNESS_CLOCK_START must be a local date-time such as 2026-03-02T08:59:58 (got '${bad}')`,
+          );
+        }
+        expect(cron.clockSection(local("2026-03-01T08:59:30"))).toEqual({
+          id: "clock",
+          text: `Current local time: 2026-03-01 08:59 (Sunday, ${ZONE})`,
+          dynamic: true,
+        });
+      });
+    });
+  }
 
   // -------------------------------------------------------------------------------------
   describe.concurrent("through the chapter", () => {
@@ -749,7 +756,8 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
         ],
       });
       const [main, child] = run.requests as [Request, Request];
-      expect(toolNames(main)).toEqual([...S10_TOOLS, ...CRON_TOOLS]);
+      // Later chapters add their tools after these eighteen.
+      expect(toolNames(main).slice(0, 18)).toEqual([...S10_TOOLS, ...CRON_TOOLS]);
       expect(toolNames(child)).toEqual(BASE_TOOLS);
       const specs = new Map((main.tools as Anthropic.Tool[]).map((tool) => [tool.name, tool]));
       expect(specs.get("schedule_cron")!.input_schema).toMatchObject({

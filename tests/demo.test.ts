@@ -88,6 +88,30 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       ["  | [text] [Scheduled] Time to stretch", "  No cron jobs."],
     ],
   },
+  s13: {
+    contains: [
+      "  [teammate] alice spawned as writer",
+      "  [teammate] bob spawned as writer",
+      "  | [Team events]",
+      "  [bob] > submit_plan(",
+      "  Plan rejected (req_",
+      "  Plan approved (req_",
+      "  [bus] alice -> lead: (result) hello.txt written.",
+      "[wake: ",
+      "  [bob]   Unblocked: write index.txt",
+      "  [bus] alice -> lead: (shutdown_response) Shutdown acknowledged.",
+      "  [bus] bob -> lead: (shutdown_response) Shutdown acknowledged.",
+      "[all teammates shut down]",
+    ],
+    order: [
+      ["  [teammate] bob spawned as writer", "[wake: "],
+      ["  Plan rejected (req_", "  Plan approved (req_"],
+      ["  Plan approved (req_", "  [bob] > write_file("],
+      ["  [bob]   Unblocked: write index.txt", " claimed task_"],
+      [" claimed task_", "(shutdown_request)"],
+      ["  [teammate] bob finished", "[all teammates shut down]"],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

@@ -14,7 +14,12 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type PassThrough, Readable, Writable } from "node:stream";
+import {
+  type PassThrough,
+  PassThrough as PassThroughStream,
+  Readable,
+  Writable,
+} from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
 import { type Env, type Main, stripAnsi, type ToolDefinition } from "shared";
 import {
@@ -234,4 +239,47 @@ export async function baseTools(chapter: Chapter, timeoutMs = 5000): Promise<Too
     ...(bash.bashMechanism(harness).tools?.("main") ?? []),
     ...(files.filesMechanism(harness).tools?.("main") ?? []),
   ];
+}
+
+/** One step of `runTyped`: wait for `after` in the output (if given), then type `line`. */
+export interface Typed {
+  after?: string;
+  /** Then this many milliseconds more before typing. */
+  waitMs?: number;
+  /** The line to type, or null to end the input (the chapter then exits at EOF). */
+  line: string | null;
+}
+
+/**
+ * Runs the chapter with a stdin the test types into, step by step: each step waits for
+ * its text to appear in the output after the previous step, so lines can follow events
+ * that come after the typed ones (scheduled turns, team events). The input ends at the
+ * last step, or after `limitMs` whatever happened (a script that went wrong still ends).
+ */
+export async function runTyped(
+  chapter: Chapter,
+  options: RunOptions & { typing: Typed[]; limitMs?: number },
+): Promise<RunOutcome> {
+  const stdin = new PassThroughStream();
+  const safety = setTimeout(() => stdin.end(), options.limitMs ?? 8000);
+  try {
+    return await runChapter(chapter, {
+      ...options,
+      stdin,
+      onOutput: (out) => {
+        options.onOutput?.(out);
+        void (async () => {
+          for (const step of options.typing) {
+            if (step.after !== undefined) await out.waitFor(step.after);
+            if (step.waitMs) await new Promise((resolve) => setTimeout(resolve, step.waitMs));
+            if (step.line === null) break;
+            stdin.write(`${step.line}\n`);
+          }
+          stdin.end();
+        })();
+      },
+    });
+  } finally {
+    clearTimeout(safety);
+  }
 }
