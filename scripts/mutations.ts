@@ -30,6 +30,7 @@ export interface Mutation {
 const S09 = "chapters/s09-memory/src";
 const S10 = "chapters/s10-tasks/src";
 const S11 = "chapters/s11-background/src";
+const S13 = "chapters/s13-teams/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -714,5 +715,80 @@ export const MUTATIONS: Mutation[] = [
     replace: '      tool.name === "bash"',
     description: "a subagent's bash gets the background flag too",
     tests: ["background.test.ts"],
+  },
+  // ---------------------------------------------------------------- s13 teams
+  {
+    id: "s13-teams-no-plan-gate",
+    file: `${S13}/teams.ts`,
+    search:
+      '    if (CHANGING_TOOLS.has(tool) && mate.gate !== "not_required" && mate.gate !== "approved") {',
+    replace: "    if (false) {",
+    description: "an unapproved plan no longer blocks bash and writes",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-teams-two-tasks-per-owner",
+    file: `${S13}/teams.ts`,
+    search: "    if (mate?.assignment) {",
+    replace: "    if (false) {",
+    description: "a teammate can claim a second task in the same work phase",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-teams-tasks-kept-at-exit",
+    file: `${S13}/teams.ts`,
+    search: "        await this.releaseAll(mate);",
+    replace: "        void 0;",
+    description: "a stopped teammate's task stays in progress, owned by nobody alive",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-teams-no-cap",
+    file: `${S13}/teams.ts`,
+    search: "      maxTurns: MAX_WORK_CALLS,",
+    replace: "      maxTurns: 1000,",
+    description: "a work phase is not stopped after 50 model calls",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-teams-denial-not-reported",
+    file: `${S13}/teams.ts`,
+    search: "          const denied = result.is_error ? DENIED.exec(text) : null;",
+    replace: "          const denied = null as RegExpExecArray | null;",
+    description: "the lead is not told of a teammate's denied call",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-teams-any-shutdown-accepted",
+    file: `${S13}/protocols.ts`,
+    search: '      state.status === "pending" &&',
+    replace: "      true &&",
+    description: "a replayed shutdown request is accepted again",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-mailbox-read-keeps-file",
+    file: `${S13}/mailbox.ts`,
+    search: "    rmSync(taken, { force: true });",
+    replace: "    renameSync(taken, file);",
+    description: "reading an inbox does not consume it: messages are delivered again",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-mailbox-torn-line-dropped",
+    file: `${S13}/mailbox.ts`,
+    search: "    if (rejected.length > 0) appendFileSync(",
+    replace: "    if (false) appendFileSync(",
+    description: "a line that is not a whole message is lost instead of kept",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s13-worktree-branch-removed",
+    file: `${S13}/worktrees.ts`,
+    search: "    for (const task of bound) await store.bind(task.id, null);",
+    replace:
+      '    for (const task of bound) await store.bind(task.id, null);\n    await this.git(["branch", "-D", ["wt", name].join("/")], this.options.workdir);',
+    description: "removing a worktree deletes its branch",
+    tests: ["teams.test.ts"],
   },
 ];
