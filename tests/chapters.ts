@@ -29,6 +29,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s11", dir: "s11-background", title: "Background Tasks" },
   { id: "s12", dir: "s12-cron", title: "Cron Scheduler" },
   { id: "s13", dir: "s13-teams", title: "Agent Teams" },
+  { id: "s14", dir: "s14-mcp", title: "MCP Plugin" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */

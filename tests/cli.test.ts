@@ -20,7 +20,7 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
-import { runPnpm } from "./helpers/cli.ts";
+import { REPO_ROOT, runPnpm } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
 import { afterTools, lastToolResults, tempWorkspace, writeFiles } from "./helpers/run.ts";
 
@@ -39,7 +39,8 @@ interface Scenario {
   title: string;
   input: string;
   steps: ScriptStep[];
-  files?: Record<string, string>;
+  /** Files to write first (a function when they must name the workspace). */
+  files?: Record<string, string> | ((workdir: string) => Record<string, string>);
   env?: Record<string, string>;
   /** Keeps stdin open until stdout shows a text, then ends it or signals the chapter (runPnpm). */
   whenShown?: { text: string; action: "end input" | NodeJS.Signals };
@@ -456,8 +457,80 @@ SCENARIOS.s13 = {
   },
 };
 
+const COURSE_SERVER = path.join(REPO_ROOT, "chapters", "s14-mcp", "servers", "course-mcp.mjs");
+const FS_SERVER = path.join(
+  REPO_ROOT,
+  "tests",
+  "node_modules",
+  "@modelcontextprotocol",
+  "server-filesystem",
+  "dist",
+  "index.js",
+);
+
+/** s14's run: the course server in both eras and the official filesystem server. */
+SCENARIOS.s14 = {
+  title:
+    "connects the course server in both eras and the official filesystem server; rules allow, the rest is denied",
+  input: "use the servers\n",
+  files: (workdir) => ({
+    ".mcp.json": JSON.stringify({
+      mcpServers: {
+        docs: {
+          command: "node",
+          args: [COURSE_SERVER, "docs", "--pidfile", "${WORKDIR}/docs.pid"],
+        },
+        deploy: { command: "node", args: [COURSE_SERVER, "deploy", "--legacy"] },
+        fs: { command: "node", args: [FS_SERVER, workdir] },
+      },
+    }),
+    ".claude/settings.json": JSON.stringify({
+      permissions: { allow: ["mcp__docs", "mcp__deploy__status", "mcp__fs__*"] },
+    }),
+  }),
+  steps: [
+    {
+      when: (r) => withTools(r) && r.messages.length === 1,
+      reply: reply(...["docs", "deploy", "fs"].map((name) => toolUse("connect_mcp", { name }))),
+    },
+    {
+      when: (r) => withTools(r) && lastToolResults(r).length === 3,
+      reply: reply(
+        toolUse("mcp__docs__search", { query: "hooks" }),
+        toolUse("mcp__deploy__status", { service: "web" }),
+        toolUse("mcp__fs__list_allowed_directories", {}),
+        toolUse("mcp__deploy__trigger", { service: "web" }),
+      ),
+    },
+    {
+      when: (r) => withTools(r) && lastToolResults(r).length === 4,
+      reply: reply(text("SERVERS USED")),
+    },
+  ],
+  async check({ stdout, workdir, requests }) {
+    const [, second, third] = requests.filter(withTools);
+    expect(lastToolResults(second!).map((b) => String(b.content).split(".")[0])).toEqual([
+      "Connected to MCP server 'docs' (modern 2026-07-28)",
+      "Connected to MCP server 'deploy' (legacy 2025-11-25)",
+      "Connected to MCP server 'fs' (legacy 2025-11-25)",
+    ]);
+    expect(names(second!)).toContain("mcp__fs__list_allowed_directories");
+    expect(lastToolResults(third!).map((b) => b.content)).toEqual([
+      "[docs] Found 3 results for 'hooks'",
+      "[deploy] web: running (v1.4.2)",
+      `Allowed directories:\n${workdir}`,
+      "Permission denied: approval needed (MCP tool mcp__deploy__trigger) but stdin is not a terminal; an allow rule in .claude/settings.json can permit this call.",
+    ]);
+    expect(stdout).toContain("[mcp] connected fs (legacy 2025-11-25, ");
+    // No server outlives the harness.
+    const pid = Number(readFileSync(path.join(workdir, "docs.pid"), "utf8"));
+    expect(await endsWithin(pid, 2000)).toBe(true);
+  },
+};
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
-  writeFiles(workdir, scenario.files ?? {});
+  const files = typeof scenario.files === "function" ? scenario.files(workdir) : scenario.files;
+  writeFiles(workdir, files ?? {});
   const server = await startFakeServer({ model: new ScriptedModel(scenario.steps) });
   try {
     const run = await runPnpm(["--silent", "--filter", chapter.id, "start"], {

@@ -112,6 +112,23 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       ["  [teammate] bob finished", "[all teammates shut down]"],
     ],
   },
+  s14: {
+    contains: [
+      "  [mcp] connected docs (modern 2026-07-28, 2 tools): search, get_version",
+      "  | tools (28): … create_worktree, connect_mcp, mcp__docs__search, mcp__docs__get_version",
+      "  | system prompt, last line: Connected MCP servers: docs",
+      "  [docs] Found 3 results for 'agent hooks'",
+      "  [mcp] connected deploy (legacy 2025-11-25, 2 tools): trigger, status",
+      "[denied] Permission denied: approval needed (MCP tool mcp__deploy__trigger) but stdin is not a terminal",
+      "deploy: connected (legacy 2025-11-25): mcp__deploy__trigger, mcp__deploy__status",
+    ],
+    order: [
+      ["  [mcp] connected docs", "  | tools (28)"],
+      ["  | tools (28)", "> mcp__docs__search("],
+      ["  [deploy] web: running (v1.4.2)", "[denied] Permission denied"],
+      ["[denied] Permission denied", "s14 >> /mcp"],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

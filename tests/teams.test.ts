@@ -431,7 +431,8 @@ describe.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) =>
       typing: [{ line: "form a team" }, { after: "EVENTS SEEN", line: null }],
     });
     const lead = run.requests.find(isLead)!;
-    expect(toolNames(lead)).toEqual(LEAD_TOOLS);
+    // Later chapters add their tools after these 25.
+    expect(toolNames(lead).slice(0, 25)).toEqual(LEAD_TOOLS);
     expect(String(lead.system)).toContain(
       "Team: for work that splits into parallel parts, propose a small team (names, roles, what each does) and wait for the user's confirmation before spawn_teammate. Delegate by creating a Task per parallel change;",
     );

@@ -31,6 +31,8 @@ export interface ToolTarget {
   path?: string;
   /** The shell command the call runs. */
   command?: string;
+  /** Every call needs the user's approval, for this reason (s14: a tool from an MCP server). */
+  ask?: string;
 }
 
 export interface ToolDefinition<Input = unknown> {

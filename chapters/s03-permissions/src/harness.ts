@@ -136,7 +136,9 @@ export async function runHarness(
           client: harness.client,
           model: config.model,
           tools: setup.tools,
-          system: setup.system,
+          // Rebuilt before every model call: its dynamic sections (memory, the clock,
+          // connected servers) may change during a turn.
+          system: () => systemPrompt(config.workdir, mechanisms, "main"),
           scope: "main",
           role: "main",
           turn: turn.kind,

@@ -223,6 +223,8 @@ export function decide(call: ToolCall, options: DecideOptions): Decision {
 
 /** Gate 2's built-in rules: a reason the call needs a human, or null. */
 export function builtInReason(target: ToolTarget | null, workdir: string): string | null {
+  // A tool may ask for every call (s14's MCP tools): only a rule in the settings skips it.
+  if (target?.ask) return target.ask;
   if (target?.command !== undefined) {
     const reason = destructiveReason(target.command);
     if (reason) return reason;
@@ -333,7 +335,8 @@ export function parseRules(files: SettingsFile[]): { rules: Rule[]; problems: st
 }
 
 function parseRule(text: string): { tool: string; specifier: string | null } | null {
-  const match = /^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$/s.exec(text);
+  // A trailing `*` names a family of tools: `mcp__docs__*` (s14).
+  const match = /^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$/s.exec(text);
   if (!match) return null;
   const specifier = match[2];
   if (specifier !== undefined && specifier.trim() === "") return null;

@@ -1,0 +1,56 @@
+/**
+ * s14: MCP Plugin — tools from MCP servers, next to the built-in ones.
+ *
+ *   <WORKDIR>/.mcp.json names stdio servers; connect_mcp {name} starts one, finds its era
+ *        (modern 2026-07-28: server/discover; legacy: the initialize handshake) and lists
+ *        its tools
+ *   before every model call the pool is built again: the built-ins, then each connected
+ *        server's tools as mcp__<server>__<tool>
+ *   every MCP call asks first (settings rules mcp__docs, mcp__docs__search, mcp__docs__*
+ *        allow, deny or ask); a server that exits takes its tools with it
+ *
+ * Run it:  pnpm --filter s14 start    (no key configured: the offline demo runs)
+ *          pnpm --filter s14 demo
+ * New here: mcp.ts (config, names, results, connect_mcp, /mcp, the pool), mcp-client.ts
+ * (the stdio JSON-RPC client, both eras), servers/course-mcp.mjs (the course's server),
+ * one line in the list below.
+ */
+import { type MainIO, runIfEntry } from "shared";
+import { backgroundMechanism } from "./background.ts";
+import { bashMechanism } from "./bash.ts";
+import { compactMechanism } from "./compact.ts";
+import { cronMechanism } from "./cron.ts";
+import { runHarness } from "./harness.ts";
+import { hooksMechanism } from "./hooks.ts";
+import { mcpMechanism } from "./mcp.ts";
+import { memoryMechanism } from "./memory.ts";
+import { permissionsMechanism } from "./permissions.ts";
+import { skillsMechanism } from "./skills.ts";
+import { subagentMechanism } from "./subagent.ts";
+import { tasksMechanism } from "./tasks.ts";
+import { teamsMechanism } from "./teams.ts";
+import { todoMechanism } from "./todo.ts";
+import { filesMechanism } from "./tools.ts";
+
+export const CHAPTER = { id: "s14", title: "MCP Plugin" };
+
+export function main(io: MainIO): Promise<number> {
+  return runHarness(io, CHAPTER, main, (harness) => [
+    bashMechanism(harness),
+    filesMechanism(harness),
+    permissionsMechanism(harness),
+    hooksMechanism(harness),
+    todoMechanism(harness),
+    subagentMechanism(harness),
+    skillsMechanism(harness),
+    compactMechanism(harness),
+    memoryMechanism(harness),
+    tasksMechanism(harness),
+    backgroundMechanism(harness),
+    cronMechanism(harness),
+    teamsMechanism(harness),
+    mcpMechanism(harness),
+  ]);
+}
+
+runIfEntry(import.meta.url, main);
