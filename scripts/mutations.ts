@@ -31,6 +31,7 @@ const S09 = "chapters/s09-memory/src";
 const S10 = "chapters/s10-tasks/src";
 const S11 = "chapters/s11-background/src";
 const S13 = "chapters/s13-teams/src";
+const S14 = "chapters/s14-mcp/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -790,5 +791,54 @@ export const MUTATIONS: Mutation[] = [
       '    for (const task of bound) await store.bind(task.id, null);\n    await this.git(["branch", "-D", ["wt", name].join("/")], this.options.workdir);',
     description: "removing a worktree deletes its branch",
     tests: ["teams.test.ts"],
+  },
+  // ---------------------------------------------------------------- s14 MCP
+  {
+    id: "s14-mcp-no-meta",
+    file: `${S14}/mcp-client.ts`,
+    search: "    const withMeta = modern\n      ? {",
+    replace: "    const withMeta = null\n      ? {",
+    description: "modern requests go without their _meta (the v2 server refuses them)",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s14-mcp-credentials-leak",
+    file: `${S14}/mcp-client.ts`,
+    search: 'key !== "ANTHROPIC_API_KEY" && ',
+    replace: "",
+    description: "a server's environment carries the harness's API key",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s14-mcp-first-page-only",
+    file: `${S14}/mcp-client.ts`,
+    search: "      cursor = page.nextCursor;",
+    replace: "      cursor = undefined;",
+    description: "tools/list stops after the first page",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s14-mcp-no-collision-check",
+    file: `${S14}/mcp.ts`,
+    search: "    if (before)\n      throw new McpError(",
+    replace: "    if (false)\n      throw new McpError(",
+    description: "two tools that normalise to one name are both registered",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s14-mcp-trusted-by-default",
+    file: `${S14}/mcp.ts`,
+    search: '      target: () => ({ kind: "exec", ask: `MCP tool',
+    replace: '      target: () => ({ kind: "exec", ask: undefined && `MCP tool',
+    description: "an MCP call runs without approval when no rule mentions it",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s14-mcp-dead-tools-kept",
+    file: `${S14}/mcp.ts`,
+    search: "    this.connected.delete(name);\n    this.failed.set(name, reason);",
+    replace: "    this.failed.set(name, reason);",
+    description: "a server that exited keeps its tools in the next request",
+    tests: ["mcp.test.ts"],
   },
 ];

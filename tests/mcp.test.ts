@@ -179,6 +179,16 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
       isError: true,
     });
     expect(mcp.mapResult({})).toEqual({ content: "(no content)" });
+    expect(
+      mcp.mapResult({ resultType: "complete", content: [{ type: "text", text: "ok" }] }),
+    ).toEqual({
+      content: "ok",
+    });
+    expect(mcp.mapResult({ resultType: "input_required", inputRequests: {} })).toEqual({
+      content:
+        "MCP error: the server answered with resultType 'input_required', which this client does not support",
+      isError: true,
+    });
   });
 
   it("modern: server/discover, then tools/list page by page, every request with its _meta; no credentials", async () => {
@@ -259,6 +269,13 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
       clientInfo: client.CLIENT_INFO,
     });
     expect(sent.slice(2).every((m) => m.params?._meta === undefined)).toBe(true);
+  });
+
+  it("a modern server of another revision is refused, naming both sides' versions", async () => {
+    const { connection } = open(["docs", "--only", "2027-01-01"]);
+    await expect(connection).rejects.toThrow(
+      "the server speaks 2027-01-01; this client speaks 2026-07-28 and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
+    );
   });
 
   it("a probe nobody answers falls back to legacy after the probe timeout", async () => {
@@ -376,7 +393,8 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
   });
 });
 
-describe.each(chaptersFrom("s14"))("$id MCP through the chapter", (chapter) => {
+// Each test runs its own chapter, workspace and servers: they wait side by side.
+describe.concurrent.each(chaptersFrom("s14"))("$id MCP through the chapter", (chapter) => {
   const server = path.join(chapterDir(chapter), "servers", "course-mcp.mjs");
   const mcpJson = (workdir: string, extra: Record<string, unknown> = {}) =>
     JSON.stringify({
@@ -414,10 +432,13 @@ describe.each(chaptersFrom("s14"))("$id MCP through the chapter", (chapter) => {
         ),
       },
       {
-        when: (r) => results(r).length === 2,
-        reply: reply(toolUse("mcp__deploy__status", { service: "web" })),
+        when: (r) => results(r).length === 2 && results(r)[1]!.includes("exited"),
+        reply: reply(
+          toolUse("mcp__deploy__status", { service: "web" }),
+          toolUse("connect_mcp", { name: "deploy" }),
+        ),
       },
-      { when: (r) => results(r).length === 1 && withTools(r), reply: reply(text("MCP DONE")) },
+      { when: (r) => results(r).length === 2, reply: reply(text("MCP DONE")) },
     ];
     const files = {
       ".mcp.json": mcpJson(workdir),
@@ -476,9 +497,12 @@ describe.each(chaptersFrom("s14"))("$id MCP through the chapter", (chapter) => {
       "[deploy] web: running (v1.4.2)",
       "MCP error: server 'deploy' exited (code 3, signal null)",
     ]);
-    // The crashed server's tools are gone from the next call.
-    expect(toolNames(main[4]!)).not.toContain("mcp__deploy__status");
+    // The crashed server's tools are gone from the next call, and back once reconnected.
+    expect(toolNames(main[3]!)).not.toContain("mcp__deploy__status");
+    expect(toolNames(main[4]!)).toContain("mcp__deploy__status");
     expect(results(main[4]!)[0]).toMatch(/^Error: Unknown tool 'mcp__deploy__status'/);
+    // connect_mcp starts it again.
+    expect(results(main[4]!)[1]).toMatch(/^Connected to MCP server 'deploy' \(legacy 2025-11-25\)/);
     expect(run.output).toContain(
       "[mcp] connected docs (modern 2026-07-28, 2 tools): search, get_version",
     );
@@ -486,7 +510,7 @@ describe.each(chaptersFrom("s14"))("$id MCP through the chapter", (chapter) => {
       "[mcp] server 'deploy' exited (code 3, signal null); its tools are gone",
     );
     expect(run.output).toMatch(
-      /docs: connected \(modern 2026-07-28\): mcp__docs__search, mcp__docs__get_version\ndeploy: failed: server 'deploy' exited \(code 3, signal null\)\nbroken: failed: could not start/,
+      /docs: connected \(modern 2026-07-28\): mcp__docs__search, mcp__docs__get_version\ndeploy: connected \(legacy 2025-11-25\): mcp__deploy__trigger, mcp__deploy__status\nbroken: failed: could not start/,
     );
     const hook = JSON.parse(
       readFileSync(path.join(workdir, "hook.json"), "utf8").trim().split("\n")[0]!,

@@ -11,12 +11,18 @@
  * --page N (tools/list pages of N), --junk (a non-JSON line on stdout before each reply),
  * --crash-on TOOL (exit while that call runs), --hang-on TOOL (never answer that call),
  * --mute (never answer anything), --ignore-discover (legacy: no answer to the probe),
- * --record FILE (append every line received), --pidfile FILE (write this process's pid).
+ * --record FILE (append every line received), --pidfile FILE (write this process's pid),
+ * --only VERSION (speak only that modern revision).
  */
 import { appendFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
-const MODERN = "2026-07-28";
+const option0 = (name) => {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? null : process.argv[at + 1];
+};
+// --only VERSION: a modern server of another revision (the client must refuse it clearly).
+const MODERN = option0("--only") ?? "2026-07-28";
 const LEGACY = "2025-11-25";
 const META = {
   version: "io.modelcontextprotocol/protocolVersion",
@@ -153,7 +159,9 @@ function listTools(id, params) {
     inputSchema,
     annotations,
   }));
-  reply(id, { tools, ...(next ? { nextCursor: next } : {}) });
+  // The modern revision asks list results to say how long they may be cached.
+  const cache = legacy ? {} : { ttlMs: 60_000, cacheScope: "public" };
+  reply(id, { tools, ...(next ? { nextCursor: next } : {}), ...cache });
 }
 
 function handle(message) {

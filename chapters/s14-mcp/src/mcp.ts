@@ -164,7 +164,16 @@ export function mapResult(result: unknown): ToolOutput {
     content?: unknown;
     structuredContent?: unknown;
     isError?: unknown;
+    resultType?: unknown;
   };
+  // A modern server may answer "input_required" (it wants the client to supply more);
+  // this client supplies nothing, so that is an error, not an empty result.
+  if (value.resultType !== undefined && value.resultType !== "complete") {
+    return {
+      content: `MCP error: the server answered with resultType '${String(value.resultType)}', which this client does not support`,
+      isError: true,
+    };
+  }
   const items = Array.isArray(value.content) ? value.content : [];
   const parts = items.map((item) => {
     const block = (asObject(item) ?? {}) as Record<string, unknown>;
