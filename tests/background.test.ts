@@ -241,7 +241,8 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
     });
   }
 
-  describe("through the chapter", () => {
+  // Each test runs its own chapter, workspace and server: they wait side by side.
+  describe.concurrent("through the chapter", () => {
     it("answers with the placeholder and injects the result after the next round's tool results", async () => {
       const run = await runChapter(chapter, {
         prompts: ["build it"],
@@ -308,15 +309,25 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
     it("delivers a job that ends between turns in the next typed line's message, after its text", async () => {
       const stdin = new PassThrough();
       stdin.write("start\n");
+      const workdir = tempWorkspace("bg-between");
       const running = runChapter(chapter, {
         stdin,
+        workdir,
+        onOutput: (out) => void out.waitFor("started").then(() => (firstTurn = true)),
         steps: [
-          { when: userSaid("start"), reply: reply(bgCall("sleep 0.2; echo between")) },
+          {
+            when: userSaid("start"),
+            reply: reply(bgCall("sleep 0.2; echo between; touch bg.done")),
+          },
           { when: afterTools, reply: reply(text("started")) },
           { when: userSaid("next"), reply: reply(text("seen")) },
         ],
       });
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      let firstTurn = false;
+      // The next line is typed once the first turn has ended and the job has too.
+      const done = path.join(workdir, "bg.done");
+      while (!firstTurn || !existsSync(done)) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((resolve) => setTimeout(resolve, 100));
       stdin.end("next\n");
       const run = await running;
       const turn2 = run.requests[2]!;

@@ -101,6 +101,16 @@ export function moduleVersions(first: string, entries: string[], behaviour?: str
   return kept;
 }
 
+/**
+ * The cases of a parameterised test through `main` for one chapter: every case where the
+ * modules that decide them differ (`moduleVersions`), the first case elsewhere. Each
+ * chapter still runs the behaviour through its own composition; the other cases would
+ * only run identical code again.
+ */
+export function casesFor<T>(chapter: Chapter, cases: T[], modules: Chapter[]): T[] {
+  return modules.some((c) => c.id === chapter.id) ? cases : cases.slice(0, 1);
+}
+
 /** A digest of `entries` and the chapter files they import (a missing file counts too). */
 function closureDigest(chapter: Chapter, entries: string[]): string {
   const src = path.join(chapterDir(chapter), "src");

@@ -15,7 +15,7 @@ import {
   toolUse,
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { chaptersFrom } from "./chapters.ts";
+import { casesFor, chaptersFrom, moduleVersions } from "./chapters.ts";
 import {
   afterTools,
   interruptDuringSleep,
@@ -29,6 +29,10 @@ import {
 type Request = Anthropic.MessageCreateParams;
 
 /** A command that sleeps 30 s in the background of its shell, its pid in sleep.pid. */
+
+// The parameterised cases run whole where the deciding modules differ, once elsewhere.
+const LOOP = moduleVersions("s01", ["loop.ts", "repl.ts", "harness.ts"]);
+const BASH = moduleVersions("s01", ["bash.ts"]);
 
 // Each test runs its own chapter, workspace and server, so a chapter's tests wait side by
 // side (the SDK's retry backoff, the fake server). Ctrl-C kills every child of the process,
@@ -97,7 +101,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output.indexOf("Two at once.")).toBeLessThan(run.output.indexOf("echo first"));
   });
 
-  it.each(["no_such_tool", "constructor", "__proto__", "toString"])(
+  it.each(casesFor(chapter, ["no_such_tool", "constructor", "__proto__", "toString"], LOOP))(
     "turns the unknown tool name %s into an is_error result and goes on",
     async (name) => {
       const run = await runChapter(chapter, {
@@ -116,11 +120,17 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     },
   );
 
-  it.each([
-    [{}, "Error: Invalid input for bash: command is required"],
-    [{ command: 42 }, "Error: Invalid input for bash: command must be a string"],
-    [{ cmd: "ls" }, "Error: Invalid input for bash: command is required"],
-  ])("rejects bad bash input %j without running anything", async (input, message) => {
+  it.each(
+    casesFor(
+      chapter,
+      [
+        [{}, "Error: Invalid input for bash: command is required"],
+        [{ command: 42 }, "Error: Invalid input for bash: command must be a string"],
+        [{ cmd: "ls" }, "Error: Invalid input for bash: command is required"],
+      ] as Array<[Record<string, unknown>, string]>,
+      BASH,
+    ),
+  )("rejects bad bash input %j without running anything", async (input, message) => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: [
@@ -269,11 +279,14 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).not.toContain("never sent\n[");
   });
 
-  it.each(["q", "exit", " Exit "])("ends with status 0 on %j", async (word) => {
-    const run = await runChapter(chapter, { prompts: [word, "after"], steps: [] });
-    expect(run.code).toBe(0);
-    expect(run.requests).toHaveLength(0);
-  });
+  it.each(casesFor(chapter, ["q", "exit", " Exit "], LOOP))(
+    "ends with status 0 on %j",
+    async (word) => {
+      const run = await runChapter(chapter, { prompts: [word, "after"], steps: [] });
+      expect(run.code).toBe(0);
+      expect(run.requests).toHaveLength(0);
+    },
+  );
 
   it("carries Chinese and Japanese text both ways", async () => {
     const run = await runChapter(chapter, {
@@ -390,7 +403,7 @@ describe.concurrent("BASH_TIMEOUT_MS through the chapter", () => {
 });
 
 describe.each(chaptersFrom("s01"))("$id BASH_TIMEOUT_MS validation", (chapter) => {
-  it.each(["abc", "0", "-1", "1.5"])(
+  it.each(casesFor(chapter, ["abc", "0", "-1", "1.5"], BASH))(
     "rejects BASH_TIMEOUT_MS=%j as a configuration error with status 1, before the REPL starts",
     async (value) => {
       const run = await runChapter(chapter, {

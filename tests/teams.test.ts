@@ -401,7 +401,10 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
   },
 );
 
-describe.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) => {
+const TEAMS_MODULE = new Set(moduleVersions("s13", ["teams.ts"]).map((c) => c.id));
+
+// Each test runs its own chapter, workspace and server: they wait side by side.
+describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) => {
   it("the lead has 25 tools and the Team section; a teammate 11 tools, its section, no Memory; events are a turn of their own", async () => {
     const steps: ScriptStep[] = [
       {
@@ -431,7 +434,8 @@ describe.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) =>
       typing: [{ line: "form a team" }, { after: "EVENTS SEEN", line: null }],
     });
     const lead = run.requests.find(isLead)!;
-    expect(toolNames(lead)).toEqual(LEAD_TOOLS);
+    // Later chapters add their tools after these 25.
+    expect(toolNames(lead).slice(0, 25)).toEqual(LEAD_TOOLS);
     expect(String(lead.system)).toContain(
       "Team: for work that splits into parallel parts, propose a small team (names, roles, what each does) and wait for the user's confirmation before spawn_teammate. Delegate by creating a Task per parallel change;",
     );
@@ -697,49 +701,52 @@ describe.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) =>
     });
   });
 
-  it("a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board", async () => {
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "loop",
-        reply: reply(
-          toolUse("spawn_teammate", {
-            name: "carol",
-            role: "dev",
-            prompt: "Go.",
-            task_id: "task_0000c0de",
-          }),
-        ),
-      },
-      { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
-      { when: firstOf("carol"), reply: reply(toolUse("bash", { command: "rm -rf build" })) },
-      ...Array.from({ length: 49 }, () => ({
-        when: is("carol"),
-        reply: reply(toolUse("bash", { command: "true" })),
-      })),
-      ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("LEAD TOLD")) })),
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      files: taskFile("task_0000c0de", { subject: "endless" }),
-      typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
-      limitMs: 15000,
+  // The cap is one module's constant: its many model calls run where that module differs.
+  if (TEAMS_MODULE.has(chapter.id)) {
+    it("a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board", async () => {
+      const steps: ScriptStep[] = [
+        {
+          when: (r) => isLead(r) && lastText(r) === "loop",
+          reply: reply(
+            toolUse("spawn_teammate", {
+              name: "carol",
+              role: "dev",
+              prompt: "Go.",
+              task_id: "task_0000c0de",
+            }),
+          ),
+        },
+        { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
+        { when: firstOf("carol"), reply: reply(toolUse("bash", { command: "rm -rf build" })) },
+        ...Array.from({ length: 49 }, () => ({
+          when: is("carol"),
+          reply: reply(toolUse("bash", { command: "true" })),
+        })),
+        ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("LEAD TOLD")) })),
+      ];
+      const run = await runTyped(chapter, {
+        steps,
+        env: TEAM,
+        files: taskFile("task_0000c0de", { subject: "endless" }),
+        typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
+        limitMs: 15000,
+      });
+      const carol = run.requests.filter(is("carol"));
+      expect(carol).toHaveLength(50);
+      expect(results(carol[1]!)).toEqual([DENIED_RM]);
+      const told = run.requests.filter(events).map(lastText).join("\n");
+      expect(told).toContain(
+        '[permission_denied] carol: bash({"command":"rm -rf build"}) needs approval (Potentially destructive command: rm); run it or add an allow rule.',
+      );
+      expect(run.output).toContain(`  [carol] [denied] ${DENIED_RM}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(run.output).toContain("[release] endless -> pending (was carol's)");
+      expect(readTask(run.workdir, "task_0000c0de")).toMatchObject({
+        status: "pending",
+        owner: null,
+      });
     });
-    const carol = run.requests.filter(is("carol"));
-    expect(carol).toHaveLength(50);
-    expect(results(carol[1]!)).toEqual([DENIED_RM]);
-    const told = run.requests.filter(events).map(lastText).join("\n");
-    expect(told).toContain(
-      '[permission_denied] carol: bash({"command":"rm -rf build"}) needs approval (Potentially destructive command: rm); run it or add an allow rule.',
-    );
-    expect(run.output).toContain(`  [carol] [denied] ${DENIED_RM}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(run.output).toContain("[release] endless -> pending (was carol's)");
-    expect(readTask(run.workdir, "task_0000c0de")).toMatchObject({
-      status: "pending",
-      owner: null,
-    });
-  });
+  }
 
   it("exit stops a working teammate: its command killed, its task back on the board, no lock, whole mailbox lines; hooks name it", async () => {
     const workdir = tempWorkspace("team-exit");

@@ -46,13 +46,18 @@ export function killAll(signal: NodeJS.Signals = "SIGKILL"): number {
  * Ends every group still alive the polite way: SIGTERM, `graceMs` for them to exit, then
  * SIGKILL for whatever is left (the end of a session with background jobs, s11).
  */
-export async function endAll(graceMs = 50): Promise<number> {
-  const children = [...live];
-  for (const child of children) killGroup(child, "SIGTERM");
-  if (children.length > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
-  for (const child of children) killGroup(child, "SIGKILL");
-  for (const child of children) live.delete(child);
-  return children.length;
+export function endAll(graceMs = 50): Promise<number> {
+  return endGroups([...live], graceMs);
+}
+
+/** The same for some children only (s11: a session's background jobs, not the rest). */
+export async function endGroups(children: ChildProcess[], graceMs = 50): Promise<number> {
+  const running = children.filter((child) => child.exitCode === null && child.signalCode === null);
+  for (const child of running) killGroup(child, "SIGTERM");
+  if (running.length > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
+  for (const child of running) killGroup(child, "SIGKILL");
+  for (const child of running) live.delete(child);
+  return running.length;
 }
 
 export function liveChildren(): number {

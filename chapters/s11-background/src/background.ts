@@ -15,8 +15,9 @@
  * idle agent: a job that ends between turns rides in the next turn's message. When the
  * session ends, every running job's process group is ended (SIGTERM, then SIGKILL).
  */
+import type { ChildProcess } from "node:child_process";
 import type Anthropic from "@anthropic-ai/sdk";
-import { asObject, endAll, positiveIntVar, type ToolDefinition, type ToolOutput } from "shared";
+import { asObject, endGroups, positiveIntVar, type ToolDefinition, type ToolOutput } from "shared";
 import { formatRun, runCommand } from "./bash.ts";
 import type { Harness } from "./harness.ts";
 import { type LoopSeams, type Role, tagOrigin } from "./loop.ts";
@@ -81,6 +82,8 @@ export class BackgroundJobs {
   readonly jobs = new Map<string, Job>();
   private readonly ready: string[] = [];
   private readonly running = new Set<Promise<void>>();
+  /** The jobs' shells: the session's end stops these and no other process. */
+  private readonly children = new Set<ChildProcess>();
   private count = 0;
   private readonly options: JobsOptions;
 
@@ -109,7 +112,11 @@ export class BackgroundJobs {
     this.options.say?.(`  [background] started ${id}: ${preview(command)}`);
     this.options.log?.("BACKGROUND TASK STARTED", `${id}: ${command}`);
     const { timeoutMs } = this.options;
-    const work = runCommand(command, { cwd: this.options.workdir, timeoutMs })
+    const onSpawn = (child: ChildProcess) => {
+      this.children.add(child);
+      child.once("exit", () => this.children.delete(child));
+    };
+    const work = runCommand(command, { cwd: this.options.workdir, timeoutMs, onSpawn })
       .then((run) => formatRun(run, timeoutMs))
       .catch((error: unknown) => ({
         content: `Error: ${error instanceof Error ? error.message : String(error)}`,
@@ -141,10 +148,10 @@ export class BackgroundJobs {
     await Promise.all([...this.running]);
   }
 
-  /** Ends every running job's process group (SIGTERM, a short grace, SIGKILL). */
+  /** Ends every running job's process group (SIGTERM, a short grace, SIGKILL); only theirs. */
   async stop(): Promise<void> {
     if (this.runningCount === 0) return;
-    await endAll();
+    await endGroups([...this.children]);
     await this.settled();
   }
 }

@@ -352,9 +352,13 @@ export function schedulingSection(): PromptSection {
   };
 }
 
+/** The machine's time zone, looked up once (an Intl formatter is costly to make). */
+let timeZone: string | null = null;
+
 /** The per-turn clock line (dynamic: after every stable section, after Memory). */
 export function clockSection(now: number): PromptSection {
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  timeZone ??= Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const zone = timeZone;
   const weekday = WEEKDAYS[new Date(now).getDay()];
   return {
     id: "clock",
