@@ -710,6 +710,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["background.test.ts"],
   },
   {
+    id: "s11-background-stop-ends-everything",
+    file: `${S11}/background.ts`,
+    search: "    await endGroups([...this.children]);",
+    replace: '    await (await import("shared")).endAll();',
+    description: "the session's end kills every child of the harness, not only the jobs",
+    tests: ["background.test.ts"],
+  },
+  {
     id: "s11-background-flag-for-subagents",
     file: `${S11}/background.ts`,
     search: '      tool.name === "bash" && role === "main"',

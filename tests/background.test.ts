@@ -4,10 +4,12 @@
  * tool results and a todo reminder, before compaction sees the request), /bg, and no
  * process left behind when the session ends.
  */
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
+import { trackChild } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BackgroundModule from "../chapters/s11-background/src/background.ts";
@@ -135,6 +137,20 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
         expect([...table.jobs.values()].every((job) => job.status === "failed")).toBe(true);
         expect(table.start("echo now").content).toContain("bg_0009");
         await table.settled();
+      });
+
+      it("stops only its own jobs: another process the harness started keeps running", async () => {
+        const table = jobs();
+        table.start("sleep 30");
+        const other = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
+        trackChild(other);
+        try {
+          await table.stop();
+          expect(table.jobs.get("bg_0001")?.status).toBe("failed");
+          expect(isAlive(other.pid!)).toBe(true);
+        } finally {
+          killQuietly(other.pid!);
+        }
       });
 
       it("stops a running job's whole process group: the job fails and its child is gone", async () => {
