@@ -35,6 +35,16 @@ export const CHAPTERS: Chapter[] = [
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */
 export const BASE_TOOLS = ["bash", "read_file", "write_file", "edit_file", "glob"];
 
+/** s10's six task tools, in order. */
+export const TASK_TOOLS = [
+  "create_task",
+  "update_task",
+  "list_tasks",
+  "get_task",
+  "claim_task",
+  "complete_task",
+];
+
 /** The main agent's fifteen tools in s10 and s11, in order; later chapters add after them. */
 export const S10_TOOLS = [
   ...BASE_TOOLS,
@@ -42,12 +52,7 @@ export const S10_TOOLS = [
   "task",
   "load_skill",
   "compact",
-  "create_task",
-  "update_task",
-  "list_tasks",
-  "get_task",
-  "claim_task",
-  "complete_task",
+  ...TASK_TOOLS,
 ];
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */

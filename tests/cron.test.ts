@@ -24,6 +24,7 @@ import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
   type Capture,
+  delegateOnce,
   lastToolResults,
   type RunOptions,
   runChapter,
@@ -51,7 +52,6 @@ const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 const local = (iso: string) => new Date(iso).getTime();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const isMain = (r: Request) => toolNames(r).includes("task");
 const blocksOf = (r: Request): Anthropic.ContentBlockParam[] => {
   const content = r.messages.at(-1)?.content;
   return typeof content === "string" ? [{ type: "text", text: content }] : (content ?? []);
@@ -746,14 +746,7 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
       const run = await runChapter(chapter, {
         env: { HARNESS_CLOCK_START: "2026-03-01T08:59:30" },
         prompts: ["delegate"],
-        steps: [
-          {
-            when: (r) => isMain(r) && r.messages.length === 1,
-            reply: reply(toolUse("task", { prompt: "Say hi." })),
-          },
-          { when: (r) => !isMain(r), reply: reply(text("hi")) },
-          { when: (r) => isMain(r) && afterTools(r), reply: reply(text("done")) },
-        ],
+        steps: delegateOnce(),
       });
       const [main, child] = run.requests as [Request, Request];
       // Later chapters add their tools after these eighteen.

@@ -35,7 +35,14 @@ import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.t
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
-import { runChapter, sessionLog, tempWorkspace, toolNames, writeFiles } from "./helpers/run.ts";
+import {
+  isMain,
+  runChapter,
+  sessionLog,
+  tempWorkspace,
+  toolNames,
+  writeFiles,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 type MessageParam = Anthropic.MessageParam;
@@ -103,7 +110,6 @@ const isSelect = (request: Request) =>
   !offersTools(request) && inputOf(request).startsWith("Select memory records");
 const isExtract = (request: Request) =>
   !offersTools(request) && systemOf(request).includes("extract durable memory");
-const isMain = (request: Request) => toolNames(request).includes("task");
 const isChild = (request: Request) => offersTools(request) && !isMain(request);
 const startsCompacted = (request: Request) => {
   const first = request.messages[0]?.content;

@@ -26,13 +26,21 @@ import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as TasksModule from "../chapters/s10-tasks/src/tasks.ts";
 import type * as StoreModule from "../chapters/s10-tasks/src/tasks-store.ts";
-import { BASE_TOOLS, chapterDir, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import {
+  BASE_TOOLS,
+  chapterDir,
+  chaptersFrom,
+  importChapter,
+  moduleVersions,
+  S10_TOOLS,
+} from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { isAlive } from "./helpers/process.ts";
 import {
-  afterTools,
+  delegateOnce,
   lastToolResults,
   runChapter,
+  taskJson,
   tempWorkspace,
   toolNames,
   userSaid,
@@ -42,14 +50,6 @@ type Request = Anthropic.MessageCreateParams;
 type Task = StoreModule.Task;
 
 const TASKS_DIR = path.join(".harness", "tasks");
-const TASK_TOOLS = [
-  "create_task",
-  "update_task",
-  "list_tasks",
-  "get_task",
-  "claim_task",
-  "complete_task",
-];
 const SECTION =
   "Tasks: for work that must outlive this session or has dependencies, use the task tools: " +
   "create every task first, then add dependencies with update_task using the exact IDs " +
@@ -59,22 +59,6 @@ const PRIORITY_ERROR = "Error: priority must be an integer between 0 and 10";
 const CLAIMER = new URL("./helpers/task-claimer.ts", import.meta.url).pathname;
 
 const systemOf = (request: Request) => String(request.system);
-const isMain = (request: Request) => toolNames(request).includes("task");
-
-/** A task file as a person (or another chapter) would write it. */
-function taskJson(id: string, fields: Partial<Task> & Record<string, unknown> = {}): string {
-  const task = {
-    id,
-    subject: `subject of ${id}`,
-    description: "",
-    status: "pending",
-    owner: null,
-    blockedBy: [],
-    priority: 5,
-    ...fields,
-  };
-  return `${JSON.stringify(task, null, 2)}\n`;
-}
 
 /** Every entry of a folder: its text, or `<dir>`. */
 function filesIn(dir: string): Record<string, string> {
@@ -847,25 +831,11 @@ describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
     it("offers the fifteen tools to the main agent, the five base tools to a subagent; the Tasks section before Memory", async () => {
       const run = await runChapter(chapter, {
         prompts: ["delegate"],
-        steps: [
-          {
-            when: (r) => isMain(r) && r.messages.length === 1,
-            reply: reply(toolUse("task", { prompt: "Say hi." })),
-          },
-          { when: (r) => !isMain(r), reply: reply(text("hi")) },
-          { when: (r) => isMain(r) && afterTools(r), reply: reply(text("done")) },
-        ],
+        steps: delegateOnce(),
       });
       const [main, child] = run.requests as [Request, Request];
       // The first fifteen: later chapters add their tools after them.
-      expect(toolNames(main).slice(0, 15)).toEqual([
-        ...BASE_TOOLS,
-        "todo_write",
-        "task",
-        "load_skill",
-        "compact",
-        ...TASK_TOOLS,
-      ]);
+      expect(toolNames(main).slice(0, 15)).toEqual(S10_TOOLS);
       expect(toolNames(child)).toEqual(BASE_TOOLS);
       const specs = new Map((main.tools as Anthropic.Tool[]).map((tool) => [tool.name, tool]));
       const create = specs.get("create_task")!;

@@ -26,6 +26,7 @@ import {
   lastToolResults,
   runChapter,
   runTyped,
+  taskJson,
   tempWorkspace,
   toolNames,
   writeFiles,
@@ -72,24 +73,16 @@ const results = (r: Request) => lastToolResults(r).map((b) => String(b.content))
 const isLead = (r: Request) => toolNames(r).includes("spawn_teammate");
 const is = (name: string) => (r: Request) => String(r.system).includes(`You are '${name}'`);
 const events = (r: Request) => isLead(r) && lastText(r).startsWith("[Team events]");
+/** The lead's answers to team-event turns (how many arrive depends on timing). */
+const noted = (): ScriptStep[] =>
+  Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("noted")) }));
 const firstOf = (name: string) => (r: Request) => is(name)(r) && r.messages.length === 1;
 const TEAM = { TEAM_IDLE_SCAN_MS: "50" };
 
-/** A task file as s10's store writes it. */
-function taskFile(id: string, fields: Record<string, unknown> = {}) {
-  const task = {
-    id,
-    subject: `subject of ${id}`,
-    description: "",
-    status: "pending",
-    owner: null,
-    blockedBy: [],
-    priority: 5,
-    worktree: null,
-    ...fields,
-  };
-  return { [`.harness/tasks/${id}.json`]: `${JSON.stringify(task, null, 2)}\n` };
-}
+/** A task file in the workspace, as s13's store writes it (with its worktree binding). */
+const taskFile = (id: string, fields: Record<string, unknown> = {}) => ({
+  [`.harness/tasks/${id}.json`]: taskJson(id, { worktree: null, ...fields }),
+});
 const readTask = (workdir: string, id: string) =>
   JSON.parse(readFileSync(path.join(workdir, ".harness", "tasks", `${id}.json`), "utf8"));
 
@@ -502,7 +495,7 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
         when: firstOf(n),
         reply: reply(text(`${n} ready`)),
       })),
-      ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("noted")) })),
+      ...noted(),
     ];
     const run = await runTyped(chapter, {
       steps,
@@ -568,7 +561,7 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
       },
       { when: (r) => is("alice")(r) && results(r).length === 4, reply: reply(text("high done")) },
       { when: claimed("task_000000a2"), reply: reply(text("SECOND CLAIM")) },
-      ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("noted")) })),
+      ...noted(),
     ];
     const run = await runTyped(chapter, {
       steps,
@@ -666,7 +659,7 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
         ),
       },
       { when: (r) => is("bob")(r) && results(r).length === 2, reply: reply(text("BOB DONE")) },
-      ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("noted")) })),
+      ...noted(),
     ];
     const run = await runTyped(chapter, {
       steps,
@@ -760,6 +753,8 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
             prompt: "Sleep.",
             task_id: "task_0000da7e",
           }),
+          // dave read his inbox as he started; this waits there, unread, until the exit.
+          toolUse("send_message", { to: "dave", content: "hold on" }),
         ),
       },
       { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
@@ -802,7 +797,10 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
     expect(await endsWithin(pid, 2000)).toBe(true);
     expect(readTask(workdir, "task_0000da7e")).toMatchObject({ status: "pending", owner: null });
     expect(existsSync(path.join(workdir, ".harness", "tasks", ".lock"))).toBe(false);
-    expect(() => mailboxLines(workdir)).not.toThrow();
+    // The unread message is still there, one whole line: nothing half-written, nothing lost.
+    expect(mailboxLines(workdir)).toEqual([
+      expect.objectContaining({ from: "lead", to: "dave", content: "hold on", type: "message" }),
+    ]);
     const hook = JSON.parse(readFileSync(path.join(workdir, "hook.json"), "utf8").trim());
     expect(hook).toMatchObject({
       hook_event_name: "PreToolUse",
@@ -852,7 +850,7 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
         ),
       },
       { when: (r) => is("erin")(r) && results(r).length === 3, reply: reply(text("ERIN DONE")) },
-      ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("noted")) })),
+      ...noted(),
     ];
     const run = await runTyped(chapter, {
       steps,

@@ -25,9 +25,12 @@ import { type Env, type Main, stripAnsi, type ToolDefinition } from "shared";
 import {
   type FakeServer,
   type ReceivedRequest,
+  reply,
   ScriptedModel,
   type ScriptStep,
   startFakeServer,
+  text,
+  toolUse,
 } from "shared/testing";
 import { type Chapter, importChapter } from "../chapters.ts";
 import { endsWithin, killQuietly, waitForPid, within } from "./process.ts";
@@ -173,6 +176,40 @@ export const toolNames = (request: Anthropic.MessageCreateParams): string[] =>
 /** True when the request's last message carries tool results (the model's next round). */
 export const afterTools = (request: Anthropic.MessageCreateParams) =>
   lastToolResults(request).length > 0;
+
+/** The main agent's request offers `task` (s06 on); a subagent's never does. */
+export const isMain = (request: Anthropic.MessageCreateParams) =>
+  toolNames(request).includes("task");
+
+/**
+ * One delegation: the main agent asks a subagent to say hi, then answers. The requests are
+ * the main agent's first, the child's, and the main agent's last (what each was offered).
+ */
+export function delegateOnce(): ScriptStep[] {
+  return [
+    {
+      when: (r) => isMain(r) && r.messages.length === 1,
+      reply: reply(toolUse("task", { prompt: "Say hi." })),
+    },
+    { when: (r) => !isMain(r), reply: reply(text("hi")) },
+    { when: (r) => isMain(r) && afterTools(r), reply: reply(text("done")) },
+  ];
+}
+
+/** A task file as s10's store writes it (pretty JSON); `fields` override the defaults. */
+export function taskJson(id: string, fields: Record<string, unknown> = {}): string {
+  const task = {
+    id,
+    subject: `subject of ${id}`,
+    description: "",
+    status: "pending",
+    owner: null,
+    blockedBy: [],
+    priority: 5,
+    ...fields,
+  };
+  return `${JSON.stringify(task, null, 2)}\n`;
+}
 
 /** True when the last user message is this exact text. */
 export const userSaid = (line: string) => (request: Anthropic.MessageCreateParams) => {
