@@ -156,10 +156,9 @@ export class Mailbox {
     return signal?.aborted ? [] : this.read(name);
   }
 
-  /** Calls `listener` after every send; returns the function that stops it. */
-  onSend(listener: (message: TeamMessage) => void): () => void {
+  /** Calls `listener` after every send (the lead's event source, for the session). */
+  onSend(listener: (message: TeamMessage) => void): void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   private rejectedOf(name: string): string {

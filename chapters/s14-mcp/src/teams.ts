@@ -102,7 +102,6 @@ export interface TeamOptions {
   store: TaskStore;
   mailbox: Mailbox;
   worktrees: Worktrees;
-  protocols?: Protocols;
   /** Tools, prompt and seams of one teammate's loop run (harness.agent). */
   agent(name: string): AgentSetup;
   idleScanMs?: number;
@@ -121,7 +120,7 @@ export class TeamRuntime implements OwnerClaims {
 
   constructor(options: TeamOptions) {
     this.options = options;
-    this.protocols = options.protocols ?? new Protocols();
+    this.protocols = new Protocols();
     this.boardTools = taskTools({
       store: options.store,
       owner: (context) => context.scope,
