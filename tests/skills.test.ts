@@ -3,12 +3,13 @@
  * skills/ and .claude/skills/ with its fallbacks and diagnostics, the catalog and system
  * prompt section, and the load_skill tool.
  */
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import fs, { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { SessionLog } from "shared";
 import { reply, text, toolUse } from "shared/testing";
-import { beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type * as FrontmatterModule from "../chapters/s07-skills/src/frontmatter.ts";
 import type * as SkillsModule from "../chapters/s07-skills/src/skills.ts";
 import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
@@ -23,30 +24,32 @@ import {
 
 /**
  * Root reads a chmod-000 file anyway, so under root `readFileSync` is made to refuse such a
- * file the way the kernel refuses everyone else (EACCES); other users get the real refusal.
+ * file the way the kernel refuses everyone else (EACCES), for the length of `body` only;
+ * other users get the real refusal. The chapters import `node:fs` natively, so patching the
+ * builtin and syncing its ESM exports reaches them without reloading any module.
  */
-vi.mock(import("node:fs"), async (importOriginal) => {
-  const real = await importOriginal();
-  function readFileSync(this: unknown, ...args: unknown[]): unknown {
+function refusingUnreadable<T>(body: () => T): T {
+  if (process.getuid?.() !== 0) return body();
+  const real = fs.readFileSync;
+  fs.readFileSync = function readFileSync(this: unknown, ...args: unknown[]): unknown {
     const [file] = args;
-    if (process.getuid?.() === 0 && typeof file === "string") {
-      const mode = real.statSync(file, { throwIfNoEntry: false })?.mode ?? 0o444;
-      if ((mode & 0o444) === 0) {
-        throw Object.assign(new Error(`EACCES: permission denied, open '${file}'`), {
-          code: "EACCES",
-        });
-      }
+    const mode =
+      typeof file === "string" ? fs.statSync(file, { throwIfNoEntry: false })?.mode : 0o444;
+    if (((mode ?? 0o444) & 0o444) === 0) {
+      throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), {
+        code: "EACCES",
+      });
     }
-    return Reflect.apply(real.readFileSync, undefined, args);
+    return Reflect.apply(real, this, args);
+  } as typeof real;
+  syncBuiltinESMExports();
+  try {
+    return body();
+  } finally {
+    fs.readFileSync = real;
+    syncBuiltinESMExports();
   }
-  return { ...real, readFileSync: readFileSync as typeof real.readFileSync };
-});
-
-// Test files share a worker's modules (vitest.config.ts): a chapter another file loaded
-// first would keep the real fs, so this file loads its chapters afresh, with the mock.
-beforeAll(() => {
-  vi.resetModules();
-});
+}
 
 const REPO = path.resolve(new URL("..", import.meta.url).pathname);
 const context = { workdir: "/", scope: "main", signal: new AbortController().signal };
@@ -487,7 +490,7 @@ describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
             "skills/open/SKILL.md": skillFile("open", "readable"),
           });
           chmodSync(path.join(ws, "skills/locked/SKILL.md"), 0o000);
-          const { skills: found, problems } = skills.loadSkills(ws);
+          const { skills: found, problems } = refusingUnreadable(() => skills.loadSkills(ws));
           expect(names(found)).toEqual(["open"]);
           expect(problems).toEqual(["skills/locked/SKILL.md: cannot be read (EACCES); skipped"]);
         });
