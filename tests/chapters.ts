@@ -3,11 +3,13 @@
  * against every chapter from the one that introduces it (`chaptersFrom`); a chapter that
  * deliberately changes a behaviour says so in `CHANGED` (no silent skips). Suites that
  * test modules directly rather than through `main` run on each distinct version of those
- * modules and on the newest chapter (`moduleVersions`).
+ * modules (`moduleVersions`); through `main`, a suite's contract runs on every chapter and
+ * its edge cases where their modules differ and on the newest chapter (`runsEdgeCases`).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { it } from "vitest";
 
 export interface Chapter {
   id: string;
@@ -90,10 +92,10 @@ export function chaptersFrom(first: string, behaviour?: string): Chapter[] {
 /**
  * For suites that test a chapter's modules directly (not through `main`): the chapters from
  * `first` on (as `chaptersFrom`) where `entries`, with every chapter file they import,
- * differ from the previous chapter kept, plus the newest chapter. `course check` keeps a
- * file that a chapter does not change byte-identical to the previous chapter's, so running
- * such a suite on an identical copy again proves nothing new and costs a few seconds per
- * chapter; suites that run a chapter through `main` (its composition) stay on every chapter.
+ * differ from the previous chapter kept. `course check` keeps a file that a chapter does
+ * not change byte-identical to the previous chapter's, so running such a suite on an
+ * identical copy again proves nothing new and costs a few seconds per chapter; suites that
+ * run a chapter through `main` (its composition) use `runsEdgeCases`.
  */
 export function moduleVersions(first: string, entries: string[], behaviour?: string): Chapter[] {
   const candidates = chaptersFrom(first, behaviour);
@@ -101,20 +103,36 @@ export function moduleVersions(first: string, entries: string[], behaviour?: str
   let previous = "";
   for (const chapter of candidates) {
     const digest = closureDigest(chapter, entries);
-    if (digest !== previous || chapter === candidates.at(-1)) kept.push(chapter);
+    if (digest !== previous) kept.push(chapter);
     previous = digest;
   }
   return kept;
 }
 
 /**
- * The cases of a parameterised test through `main` for one chapter: every case where the
- * modules that decide them differ (`moduleVersions`), the first case elsewhere. Each
- * chapter still runs the behaviour through its own composition; the other cases would
- * only run identical code again.
+ * Whether a suite's edge cases run through `main` on `chapter`. Every chapter runs the
+ * suite's contract: its mechanism at work in that chapter's composition. The edge cases
+ * (parameter variants, error paths, rarer replies) run where the modules that decide them
+ * differ (`modules`, from `moduleVersions`) and on the newest chapter. Chapters are
+ * cumulative copies, so a later mechanism that breaks an edge case of an earlier one breaks
+ * it in every chapter after it, the newest included; the copies in between run the same
+ * code in a smaller composition and would only find it again.
  */
+export function runsEdgeCases(chapter: Chapter, modules: Chapter[]): boolean {
+  return chapter === CHAPTERS.at(-1) || modules.some((c) => c.id === chapter.id);
+}
+
+/** `it` where the chapter runs the suite's edge cases (`runsEdgeCases`); elsewhere nothing. */
+export function edgeCase(
+  chapter: Chapter,
+  modules: Chapter[],
+): (name: string, test: () => Promise<void> | void) => void {
+  return runsEdgeCases(chapter, modules) ? it : () => {};
+}
+
+/** The cases of a parameterised edge case: all of them where `runsEdgeCases`, else the first. */
 export function casesFor<T>(chapter: Chapter, cases: T[], modules: Chapter[]): T[] {
-  return modules.some((c) => c.id === chapter.id) ? cases : cases.slice(0, 1);
+  return runsEdgeCases(chapter, modules) ? cases : cases.slice(0, 1);
 }
 
 /** A digest of `entries` and the chapter files they import (a missing file counts too). */

@@ -27,7 +27,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as CompactModule from "../chapters/s08-compact/src/compact.ts";
 import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { BASE_TOOLS, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
@@ -302,6 +302,14 @@ const count = (haystack: string, needle: string) => haystack.split(needle).lengt
 const MODULE_CHAPTERS = new Set(
   moduleVersions("s08", ["compact.ts", "compact-layers.ts"]).map((c) => c.id),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
+const COMPACT = moduleVersions("s08", [
+  "compact.ts",
+  "compact-layers.ts",
+  "harness.ts",
+  "permissions.ts",
+]);
 
 describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
   let compact: typeof CompactModule;
@@ -1352,6 +1360,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
   // -------------------------------------------------------------------------------------
   // Each test runs its own chapter, workspace and server: they wait side by side.
   describe.concurrent("through the chapter", () => {
+    const edge = edgeCase(chapter, COMPACT);
     it("bash + compact in one batch: exact ack, bash result summarised, one summary message", async () => {
       const run = await runChapter(chapter, {
         prompts: ["tidy up"],
@@ -1420,27 +1429,32 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(system.indexOf(context)).toBeGreaterThan(system.indexOf("Delegation:"));
     });
 
-    it("the compact tool passes PreToolUse hooks: a deny rule blocks it and nothing is summarised", async () => {
-      const run = await runChapter(chapter, {
-        prompts: ["tidy"],
-        files: { ".claude/settings.json": JSON.stringify({ permissions: { deny: ["compact"] } }) },
-        steps: [
-          { when: userSaid("tidy"), reply: reply(toolUse("compact", {}, "toolu_c")) },
-          { when: afterTools, reply: reply(text("kept everything")) },
-        ],
-      });
-      expect(kindsOf(run)).toEqual(["loop", "loop"]);
-      const second = relevant(run)[1]!;
-      expect(second.messages).toHaveLength(3);
-      expect(lastToolResults(second)[0]).toMatchObject({
-        tool_use_id: "toolu_c",
-        is_error: true,
-      });
-      expect(String(lastToolResults(second)[0]?.content)).toMatch(
-        /^Permission denied by deny rule compact in /,
-      );
-      expect(transcripts(run.workdir)).toEqual([]);
-    });
+    edge(
+      "the compact tool passes PreToolUse hooks: a deny rule blocks it and nothing is summarised",
+      async () => {
+        const run = await runChapter(chapter, {
+          prompts: ["tidy"],
+          files: {
+            ".claude/settings.json": JSON.stringify({ permissions: { deny: ["compact"] } }),
+          },
+          steps: [
+            { when: userSaid("tidy"), reply: reply(toolUse("compact", {}, "toolu_c")) },
+            { when: afterTools, reply: reply(text("kept everything")) },
+          ],
+        });
+        expect(kindsOf(run)).toEqual(["loop", "loop"]);
+        const second = relevant(run)[1]!;
+        expect(second.messages).toHaveLength(3);
+        expect(lastToolResults(second)[0]).toMatchObject({
+          tool_use_id: "toolu_c",
+          is_error: true,
+        });
+        expect(String(lastToolResults(second)[0]?.content)).toMatch(
+          /^Permission denied by deny rule compact in /,
+        );
+        expect(transcripts(run.workdir)).toEqual([]);
+      },
+    );
 
     it("prompt is too long: one summary, the retried request is valid and succeeds", async () => {
       const run = await runChapter(chapter, {
@@ -1479,31 +1493,34 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(run.output).not.toContain("API error");
     });
 
-    it("two too-long answers: 2 loop requests + 1 summary, the error line, the pre-turn history next", async () => {
-      const run = await runChapter(chapter, {
-        prompts: ["first", "second", "third"],
-        steps: [
-          { when: userSaid("first"), reply: reply(text("one")) },
-          { when: userSaid("second"), reply: TOO_LONG },
-          { when: isSummary, reply: reply(text("s")) },
-          { when: (r) => offersTools(r) && startsCompacted(r), reply: TOO_LONG },
-          { when: userSaid("third"), reply: reply(text("three")) },
-        ],
-      });
-      expect(run.model.remaining).toBe(0);
-      expect(kindsOf(run)).toEqual(["loop", "loop", "summary", "loop", "loop"]);
-      const [, second, , , third] = relevant(run) as Request[];
-      expect(run.output).toContain(
-        "API error 400 invalid_request_error: prompt is too long: 210000 tokens > 200000 maximum " +
-          "(this turn was discarded; the conversation is as before it)",
-      );
-      expect(count(run.output, "this turn was discarded")).toBe(1);
-      expect(third!.messages).toEqual([...second!.messages.slice(0, 2), user("third")]);
-      expect(validateMessageRequest(third)).toBeNull();
-      expect(run.output).toContain("three");
-    });
+    edge(
+      "two too-long answers: 2 loop requests + 1 summary, the error line, the pre-turn history next",
+      async () => {
+        const run = await runChapter(chapter, {
+          prompts: ["first", "second", "third"],
+          steps: [
+            { when: userSaid("first"), reply: reply(text("one")) },
+            { when: userSaid("second"), reply: TOO_LONG },
+            { when: isSummary, reply: reply(text("s")) },
+            { when: (r) => offersTools(r) && startsCompacted(r), reply: TOO_LONG },
+            { when: userSaid("third"), reply: reply(text("three")) },
+          ],
+        });
+        expect(run.model.remaining).toBe(0);
+        expect(kindsOf(run)).toEqual(["loop", "loop", "summary", "loop", "loop"]);
+        const [, second, , , third] = relevant(run) as Request[];
+        expect(run.output).toContain(
+          "API error 400 invalid_request_error: prompt is too long: 210000 tokens > 200000 maximum " +
+            "(this turn was discarded; the conversation is as before it)",
+        );
+        expect(count(run.output, "this turn was discarded")).toBe(1);
+        expect(third!.messages).toEqual([...second!.messages.slice(0, 2), user("third")]);
+        expect(validateMessageRequest(third)).toBeNull();
+        expect(run.output).toContain("three");
+      },
+    );
 
-    it("an unrelated 400 never triggers compaction", async () => {
+    edge("an unrelated 400 never triggers compaction", async () => {
       const run = await runChapter(chapter, {
         prompts: ["first"],
         steps: [
@@ -1546,7 +1563,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(run.output).toMatch(/\[usage\] .*\(1 call; compact: 1\)/);
     });
 
-    it("/compact <focus> adds the focus line to the summary request", async () => {
+    edge("/compact <focus> adds the focus line to the summary request", async () => {
       const run = await runChapter(chapter, {
         prompts: ["first", "/compact   the file names please  "],
         steps: [{ when: userSaid("first"), reply: reply(text("one")) }],
@@ -1556,27 +1573,30 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(summaryInput(summary[0]!)).toMatch(/\n\nFocus the summary on: the file names please$/);
     });
 
-    it("/compact on an empty history prints Nothing to compact. and makes no call", async () => {
+    edge("/compact on an empty history prints Nothing to compact. and makes no call", async () => {
       const run = await runChapter(chapter, { prompts: ["/compact"] });
       expect(run.received).toHaveLength(0);
       expect(run.output).toContain("Nothing to compact.");
     });
 
-    it("/compact whose summary call fails reports the error and keeps the session going", async () => {
-      const run = await runChapter(chapter, {
-        prompts: ["first", "/compact", "second"],
-        steps: [
-          { when: userSaid("first"), reply: reply(text("one")) },
-          { when: isSummary, reply: apiError(500, "api_error", "summariser down") },
-          { when: userSaid("second"), reply: reply(text("two")) },
-        ],
-      });
-      expect(run.code).toBe(0);
-      expect(run.output).toContain("API error 500 api_error: summariser down");
-      const last = relevant(run).at(-1)!;
-      expect(last.messages).toHaveLength(3);
-      expect(last.messages[2]).toEqual(user("second"));
-    });
+    edge(
+      "/compact whose summary call fails reports the error and keeps the session going",
+      async () => {
+        const run = await runChapter(chapter, {
+          prompts: ["first", "/compact", "second"],
+          steps: [
+            { when: userSaid("first"), reply: reply(text("one")) },
+            { when: isSummary, reply: apiError(500, "api_error", "summariser down") },
+            { when: userSaid("second"), reply: reply(text("two")) },
+          ],
+        });
+        expect(run.code).toBe(0);
+        expect(run.output).toContain("API error 500 api_error: summariser down");
+        const last = relevant(run).at(-1)!;
+        expect(last.messages).toHaveLength(3);
+        expect(last.messages[2]).toEqual(user("second"));
+      },
+    );
 
     it("automatic L4 in the loop keeps the latest batch word for word", async () => {
       const run = await runChapter(chapter, {
@@ -1659,7 +1679,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(run.requests.filter(isSummary)).toHaveLength(2);
     });
 
-    it("prints one dim line per layer that acted: L3, L2, then L1", async () => {
+    edge("prints one dim line per layer that acted: L3, L2, then L1", async () => {
       const run = await runChapter(chapter, {
         prompts: ["go"],
         env: {
@@ -1709,7 +1729,7 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
       expect(lines[2]).toBe(`[compact L1] 4 messages archived (${archive})`);
     });
 
-    it("a limit that is not a positive integer is a fatal configuration error", async () => {
+    edge("a limit that is not a positive integer is a fatal configuration error", async () => {
       const bad = await runChapter(chapter, { env: { L2_COMPACT_KEEP_RECENT: "0" } });
       expect(bad.code).toBe(1);
       expect(bad.output).toContain(

@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type * as CommandHooksModule from "../chapters/s04-hooks/src/command-hooks.ts";
 import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
 import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
-import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { casesFor, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { isAlive } from "./helpers/process.ts";
 import {
@@ -45,6 +45,17 @@ const MODULE_CHAPTERS = new Set(
     (c) => c.id,
   ),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). s08's
+// compact-layers.ts decides what the model gets after largeOutputHook has seen a result.
+const HOOKS = moduleVersions("s04", [
+  "hooks.ts",
+  "command-hooks.ts",
+  "settings.ts",
+  "bash.ts",
+  "harness.ts",
+  "compact-layers.ts",
+]);
 
 describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
   let hooks: typeof HooksModule;
@@ -57,6 +68,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
   const showsPasses = chaptersFrom("s04", "sample hooks print what they do").some(
     (c) => c.id === chapter.id,
   );
+  const edge = edgeCase(chapter, HOOKS);
   beforeAll(async () => {
     hooks = await importChapter<typeof HooksModule>(chapter, "hooks.ts");
     commandHooks = await importChapter<typeof CommandHooksModule>(chapter, "command-hooks.ts");
@@ -310,13 +322,19 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       );
     });
 
-    it.each([
-      ['echo \'{"decision":"block","reason":"json says no"}\'', "json says no"],
-      [
-        'echo \'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy"}}\'',
-        "policy",
-      ],
-    ])("blocks on exit 0 with blocking JSON: %s", async (command, reason) => {
+    it.each(
+      casesFor(
+        chapter,
+        [
+          ['echo \'{"decision":"block","reason":"json says no"}\'', "json says no"],
+          [
+            'echo \'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy"}}\'',
+            "policy",
+          ],
+        ] as Array<[string, string]>,
+        HOOKS,
+      ),
+    )("blocks on exit 0 with blocking JSON: %s", async (command, reason) => {
       const run = await runChapter(chapter, {
         files: settingsWith({ PreToolUse: [[null, command]] }),
         prompts: ["go"],
@@ -330,29 +348,32 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       );
     });
 
-    it("ignores an allow decision (hooks can block, never grant): later hooks still run", async () => {
-      const mark = (n: number) => `echo ${n} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
-      const run = await runChapter(chapter, {
-        files: settingsWith({
-          PreToolUse: [
-            [null, `${mark(1)}; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`],
-            [null, `${mark(2)}; echo 'second hook says no' >&2; exit 2`],
+    edge(
+      "ignores an allow decision (hooks can block, never grant): later hooks still run",
+      async () => {
+        const mark = (n: number) => `echo ${n} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
+        const run = await runChapter(chapter, {
+          files: settingsWith({
+            PreToolUse: [
+              [null, `${mark(1)}; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`],
+              [null, `${mark(2)}; echo 'second hook says no' >&2; exit 2`],
+            ],
+          }),
+          prompts: ["go"],
+          steps: [
+            { reply: reply(toolUse("bash", { command: "echo ran > ran.txt" })) },
+            { when: afterTools, reply: reply(text("ok")) },
           ],
-        }),
-        prompts: ["go"],
-        steps: [
-          { reply: reply(toolUse("bash", { command: "echo ran > ran.txt" })) },
-          { when: afterTools, reply: reply(text("ok")) },
-        ],
-      });
-      expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8")).toBe("1\n2\n");
-      expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
-        /^Blocked by PreToolUse hook \(.*\): second hook says no$/,
-      );
-      expect(existsSync(path.join(run.workdir, "ran.txt"))).toBe(false);
-    });
+        });
+        expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8")).toBe("1\n2\n");
+        expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
+          /^Blocked by PreToolUse hook \(.*\): second hook says no$/,
+        );
+        expect(existsSync(path.join(run.workdir, "ran.txt"))).toBe(false);
+      },
+    );
 
-    it("reports invalid output and other exit codes, and goes on", async () => {
+    edge("reports invalid output and other exit codes, and goes on", async () => {
       const run = await runChapter(chapter, {
         files: settingsWith({
           PreToolUse: [
@@ -378,7 +399,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(log).toContain('"outcome":"failed"');
     });
 
-    it("matches tool names whole, in the course's or Claude Code's spelling", async () => {
+    edge("matches tool names whole, in the course's or Claude Code's spelling", async () => {
       const mark = (name: string) => `echo ${name} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
       const run = await runChapter(chapter, {
         files: settingsWith({
@@ -450,29 +471,32 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(run.output).toContain("[hook] prompt not sent: no secrets in prompts");
     });
 
-    it("an always-continuing Stop hook gives exactly cap + 1 requests, and the cap resets per line", async () => {
-      const cap = hooks.MAX_STOP_CONTINUATIONS;
-      const run = await runChapter(chapter, {
-        files: settingsWith({ Stop: [[null, "echo 'not yet' >&2; exit 2"]] }),
-        prompts: ["first", "second"],
-        steps: [
-          ...Array.from({ length: cap + 1 }, () => ({
-            when: (r: Request) =>
-              JSON.stringify(r.messages).includes("first") &&
-              !JSON.stringify(r.messages).includes("second"),
-            reply: reply(text("answer")),
-          })),
-          ...Array.from({ length: cap + 1 }, () => ({
-            when: (r: Request) => JSON.stringify(r.messages).includes("second"),
-            reply: reply(text("answer")),
-          })),
-        ],
-      });
-      expect(run.requests).toHaveLength(2 * (cap + 1));
-      expect(run.requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "not yet" });
-      expect(run.output.match(/continuation cap/g)).toHaveLength(2);
-      expect(run.model.unmatched).toHaveLength(0);
-    });
+    edge(
+      "an always-continuing Stop hook gives exactly cap + 1 requests, and the cap resets per line",
+      async () => {
+        const cap = hooks.MAX_STOP_CONTINUATIONS;
+        const run = await runChapter(chapter, {
+          files: settingsWith({ Stop: [[null, "echo 'not yet' >&2; exit 2"]] }),
+          prompts: ["first", "second"],
+          steps: [
+            ...Array.from({ length: cap + 1 }, () => ({
+              when: (r: Request) =>
+                JSON.stringify(r.messages).includes("first") &&
+                !JSON.stringify(r.messages).includes("second"),
+              reply: reply(text("answer")),
+            })),
+            ...Array.from({ length: cap + 1 }, () => ({
+              when: (r: Request) => JSON.stringify(r.messages).includes("second"),
+              reply: reply(text("answer")),
+            })),
+          ],
+        });
+        expect(run.requests).toHaveLength(2 * (cap + 1));
+        expect(run.requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "not yet" });
+        expect(run.output.match(/continuation cap/g)).toHaveLength(2);
+        expect(run.model.unmatched).toHaveLength(0);
+      },
+    );
 
     it("shows an answer a Stop hook rejects before the hook's message, then the next answer", async () => {
       const run = await runChapter(chapter, {
@@ -494,7 +518,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       expect(out.match(/first answer/g)).toHaveLength(1);
     });
 
-    it("warns about a large read (the hook sees all of it)", async () => {
+    edge("warns about a large read (the hook sees all of it)", async () => {
       const big = "x".repeat(150_000);
       const run = await runChapter(chapter, {
         files: { "big.txt": big },
@@ -517,7 +541,7 @@ describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
       else expect(String(sent)).toMatch(/^<persisted-output>\nFull output: /);
     });
 
-    it("lists loaded command hooks at start and reports bad ones with their file", async () => {
+    edge("lists loaded command hooks at start and reports bad ones with their file", async () => {
       const run = await runChapter(chapter, {
         files: {
           ".claude/settings.json": JSON.stringify({

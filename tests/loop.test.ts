@@ -15,7 +15,7 @@ import {
   toolUse,
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { casesFor, chaptersFrom, moduleVersions } from "./chapters.ts";
+import { casesFor, chaptersFrom, edgeCase, moduleVersions, runsEdgeCases } from "./chapters.ts";
 import {
   afterTools,
   interruptDuringSleep,
@@ -30,7 +30,8 @@ type Request = Anthropic.MessageCreateParams;
 
 /** A command that sleeps 30 s in the background of its shell, its pid in sleep.pid. */
 
-// The parameterised cases run whole where the deciding modules differ, once elsewhere.
+// Edge cases (and every parameter case) run where these modules differ and on the newest
+// chapter; the rest of the suite runs on every chapter (runsEdgeCases in chapters.ts).
 const LOOP = moduleVersions("s01", ["loop.ts", "repl.ts", "harness.ts"]);
 const BASH = moduleVersions("s01", ["bash.ts"]);
 
@@ -38,6 +39,7 @@ const BASH = moduleVersions("s01", ["bash.ts"]);
 // side (the SDK's retry backoff, the fake server). Ctrl-C kills every child of the process,
 // so that test runs on its own, below.
 describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => {
+  const edge = edgeCase(chapter, LOOP);
   it("answers a text-only reply in one request with the system prompt, bash and max_tokens 8000", async () => {
     const run = await runChapter(chapter, {
       prompts: ["hello"],
@@ -143,7 +145,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     ]);
   });
 
-  it("decides the end of a turn by tool_use blocks, not by stop_reason", async () => {
+  edge("decides the end of a turn by tool_use blocks, not by stop_reason", async () => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: [
@@ -157,7 +159,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).toContain("stopped");
   });
 
-  it("sends thinking blocks back exactly as received", async () => {
+  edge("sends thinking blocks back exactly as received", async () => {
     const run = await runChapter(chapter, {
       prompts: ["think"],
       steps: [
@@ -178,7 +180,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).toContain("(thinking) Let me check.");
   });
 
-  it("prints a placeholder when the reply hits max_tokens", async () => {
+  edge("prints a placeholder when the reply hits max_tokens", async () => {
     const run = await runChapter(chapter, {
       prompts: ["long"],
       steps: [{ reply: { ...reply(text("partial")), stop_reason: "max_tokens" } }],
@@ -204,7 +206,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.requests.at(-1)!.messages).toEqual([{ role: "user", content: "second" }]);
   });
 
-  it("lets the SDK retry an overloaded (529) answer without bothering the user", async () => {
+  edge("lets the SDK retry an overloaded (529) answer without bothering the user", async () => {
     const run = await runChapter(chapter, {
       prompts: ["hi"],
       steps: [
@@ -222,7 +224,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).not.toContain("API error");
   });
 
-  it("reports a rate limit (429) that must not be retried and keeps the REPL going", async () => {
+  edge("reports a rate limit (429) that must not be retried and keeps the REPL going", async () => {
     const run = await runChapter(chapter, {
       prompts: ["one", "two"],
       steps: [
@@ -241,7 +243,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).toContain("two ok");
   });
 
-  it("names MODEL_ID when the endpoint rejects the model", async () => {
+  edge("names MODEL_ID when the endpoint rejects the model", async () => {
     const run = await runChapter(chapter, {
       prompts: ["hi"],
       steps: [{ reply: apiError(404, "not_found_error", "model: no-such-model") }],
@@ -251,7 +253,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.requests[0]!.model).toBe("no-such-model");
   });
 
-  it("queues several piped lines and answers each in order", async () => {
+  edge("queues several piped lines and answers each in order", async () => {
     const run = await runChapter(chapter, {
       prompts: ["one", "two", "three"],
       steps: ["one", "two", "three"].map((line) => ({
@@ -267,17 +269,20 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.requests[2]!.messages).toHaveLength(5);
   });
 
-  it("skips blank lines, handles unknown slash commands locally and quits on `quit`", async () => {
-    const run = await runChapter(chapter, {
-      prompts: ["", "   ", "/nope", "real question", "QUIT", "never sent"],
-      steps: [{ reply: reply(text("only answer")) }],
-    });
-    expect(run.code).toBe(0);
-    expect(run.requests).toHaveLength(1);
-    expect(run.requests[0]!.messages).toEqual([{ role: "user", content: "real question" }]);
-    expect(run.output).toContain("Unknown command /nope");
-    expect(run.output).not.toContain("never sent\n[");
-  });
+  edge(
+    "skips blank lines, handles unknown slash commands locally and quits on `quit`",
+    async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["", "   ", "/nope", "real question", "QUIT", "never sent"],
+        steps: [{ reply: reply(text("only answer")) }],
+      });
+      expect(run.code).toBe(0);
+      expect(run.requests).toHaveLength(1);
+      expect(run.requests[0]!.messages).toEqual([{ role: "user", content: "real question" }]);
+      expect(run.output).toContain("Unknown command /nope");
+      expect(run.output).not.toContain("never sent\n[");
+    },
+  );
 
   it.each(casesFor(chapter, ["q", "exit", " Exit "], LOOP))(
     "ends with status 0 on %j",
@@ -288,7 +293,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     },
   );
 
-  it("carries Chinese and Japanese text both ways", async () => {
+  edge("carries Chinese and Japanese text both ways", async () => {
     const run = await runChapter(chapter, {
       prompts: ["列出文件。ファイルを表示して"],
       steps: [
@@ -304,60 +309,66 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     expect(run.output).toContain("完成しました：你好");
   });
 
-  it("writes the session log under .harness/logs with the API key redacted, even from tool output", async () => {
-    const key = "sk-secret-test-key-123";
-    const run = await runChapter(chapter, {
-      prompts: ["log me"],
-      steps: [
-        // The key reaches the tool_use input and the tool result: only redaction keeps it out.
-        { reply: reply(toolUse("bash", { command: `echo logged ${key}` })) },
-        { when: afterTools, reply: reply(text("logged it")) },
-      ],
-      env: { ANTHROPIC_API_KEY: key },
-    });
-    const { files, api: raw, transcript } = sessionLog(run.workdir);
-    expect(files).toHaveLength(2);
-    expect(files[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}_\d+_api\.jsonl$/);
-    expect(files[1]).toMatch(/_transcript\.log$/);
-    const kinds = raw
-      .trim()
-      .split("\n")
-      .map((line) => (JSON.parse(line) as { kind: string }).kind);
-    expect(kinds[0]).toBe("config");
-    expect(kinds.filter((kind) => kind === "request" || kind === "response")).toEqual([
-      "request",
-      "response",
-      "request",
-      "response",
-    ]);
-    expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`logged ${key}`);
-    expect(transcript).toContain("TOOL RESULT bash");
-    expect(transcript).toContain("logged it");
-    expect(raw.includes(key), "the API key is in *_api.jsonl").toBe(false);
-    expect(transcript.includes(key), "the API key is in *_transcript.log").toBe(false);
-    expect(raw).toContain("logged [redacted]");
-    expect(transcript).toContain("logged [redacted]");
-    expect(readFileSync(path.join(run.workdir, ".harness", ".gitignore"), "utf8")).toBe("*\n");
-  });
+  edge(
+    "writes the session log under .harness/logs with the API key redacted, even from tool output",
+    async () => {
+      const key = "sk-secret-test-key-123";
+      const run = await runChapter(chapter, {
+        prompts: ["log me"],
+        steps: [
+          // The key reaches the tool_use input and the tool result: only redaction keeps it out.
+          { reply: reply(toolUse("bash", { command: `echo logged ${key}` })) },
+          { when: afterTools, reply: reply(text("logged it")) },
+        ],
+        env: { ANTHROPIC_API_KEY: key },
+      });
+      const { files, api: raw, transcript } = sessionLog(run.workdir);
+      expect(files).toHaveLength(2);
+      expect(files[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}_\d+_api\.jsonl$/);
+      expect(files[1]).toMatch(/_transcript\.log$/);
+      const kinds = raw
+        .trim()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as { kind: string }).kind);
+      expect(kinds[0]).toBe("config");
+      expect(kinds.filter((kind) => kind === "request" || kind === "response")).toEqual([
+        "request",
+        "response",
+        "request",
+        "response",
+      ]);
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`logged ${key}`);
+      expect(transcript).toContain("TOOL RESULT bash");
+      expect(transcript).toContain("logged it");
+      expect(raw.includes(key), "the API key is in *_api.jsonl").toBe(false);
+      expect(transcript.includes(key), "the API key is in *_transcript.log").toBe(false);
+      expect(raw).toContain("logged [redacted]");
+      expect(transcript).toContain("logged [redacted]");
+      expect(readFileSync(path.join(run.workdir, ".harness", ".gitignore"), "utf8")).toBe("*\n");
+    },
+  );
 
-  it("redacts ANTHROPIC_AUTH_TOKEN (no API key set) from both session log files, even from tool output", async () => {
-    const token = "tok-secret-auth-token-456";
-    const run = await runChapter(chapter, {
-      prompts: ["show the token"],
-      steps: [
-        { reply: reply(toolUse("bash", { command: `echo token ${token}` })) },
-        { when: afterTools, reply: reply(text("shown")) },
-      ],
-      env: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: token },
-    });
-    expect(run.received[0]?.headers.authorization).toBe(`Bearer ${token}`);
-    expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`token ${token}`);
-    const { api, transcript } = sessionLog(run.workdir);
-    expect(api.includes(token), "the auth token is in *_api.jsonl").toBe(false);
-    expect(transcript.includes(token), "the auth token is in *_transcript.log").toBe(false);
-    expect(api).toContain("token [redacted]");
-    expect(transcript).toContain("token [redacted]");
-  });
+  edge(
+    "redacts ANTHROPIC_AUTH_TOKEN (no API key set) from both session log files, even from tool output",
+    async () => {
+      const token = "tok-secret-auth-token-456";
+      const run = await runChapter(chapter, {
+        prompts: ["show the token"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: `echo token ${token}` })) },
+          { when: afterTools, reply: reply(text("shown")) },
+        ],
+        env: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: token },
+      });
+      expect(run.received[0]?.headers.authorization).toBe(`Bearer ${token}`);
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(`token ${token}`);
+      const { api, transcript } = sessionLog(run.workdir);
+      expect(api.includes(token), "the auth token is in *_api.jsonl").toBe(false);
+      expect(transcript.includes(token), "the auth token is in *_transcript.log").toBe(false);
+      expect(api).toContain("token [redacted]");
+      expect(transcript).toContain("token [redacted]");
+    },
+  );
 });
 
 describe.each(chaptersFrom("s01"))("$id Ctrl-C", (chapter) => {
@@ -381,7 +392,7 @@ describe.each(chaptersFrom("s01"))("$id Ctrl-C", (chapter) => {
 // bash.ts reads BASH_TIMEOUT_MS when the chapter starts (here, not in bash.test.ts, so the
 // chapters are loaded once). Each run waits out a 500 ms timeout; the chapters wait side by side.
 describe.concurrent("BASH_TIMEOUT_MS through the chapter", () => {
-  it.for(chaptersFrom("s01"))(
+  it.for(chaptersFrom("s01").filter((chapter) => runsEdgeCases(chapter, BASH)))(
     "$id takes the bash timeout from BASH_TIMEOUT_MS: 500 ms stops `sleep 5` with Error: Timeout (1s)",
     async (chapter, { expect }) => {
       const started = Date.now();
@@ -422,7 +433,7 @@ describe.each(chaptersFrom("s01"))("$id BASH_TIMEOUT_MS validation", (chapter) =
 
 // The SDK's retry backoff makes this test wait ~2 s; the chapters wait side by side.
 describe.concurrent("dropped connections", () => {
-  it.for(chaptersFrom("s01"))(
+  it.for(chaptersFrom("s01").filter((chapter) => runsEdgeCases(chapter, LOOP)))(
     "$id survives dropped connections: retried by the SDK, reported when they persist",
     async (chapter, { expect }) => {
       const server = await startFakeServer({

@@ -33,7 +33,7 @@ import type * as LoopModule from "../chapters/s09-memory/src/loop.ts";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
 import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.ts";
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { BASE_TOOLS, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
   isMain,
@@ -179,6 +179,18 @@ const MODULE_CHAPTERS = new Set(
     "loop.ts",
   ]).map((c) => c.id),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
+const MEMORY = moduleVersions("s09", [
+  "memory.ts",
+  "memory-extract.ts",
+  "memory-store.ts",
+  "instructions.ts",
+  "loop.ts",
+  "harness.ts",
+  "hooks.ts",
+  "compact.ts",
+]);
 
 describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   let mem: typeof MemoryModule;
@@ -1273,6 +1285,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
   // -------------------------------------------------------------------------------------
   // Each test runs its own chapter, workspace and server: they wait side by side.
   describe.concurrent("through the chapter", () => {
+    const edge = edgeCase(chapter, MEMORY);
     const TABS_REPLY = JSON.stringify([TABS]);
 
     it("a turn with a tool call ends with one extraction call that stores nothing; the nine tools of s09 first", async () => {
@@ -1308,7 +1321,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(sessionLog(run.workdir).api).toContain('"kind":"request","scope":"memory-extract"');
     });
 
-    it("prints the answer first, then what memory stored, then the usage line", async () => {
+    edge("prints the answer first, then what memory stored, then the usage line", async () => {
       const run = await runChapter(chapter, {
         memoryExtraction: true,
         prompts: ["I prefer tabs."],
@@ -1443,7 +1456,7 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(filesIn(dir)).toEqual({ "MEMORY.md": `${TABS_LINE}\n`, "user-tabs.md": TABS_FILE });
     });
 
-    it("a fact stored in turn 1 is in turn 2's catalog of the same run", async () => {
+    edge("a fact stored in turn 1 is in turn 2's catalog of the same run", async () => {
       const run = await runChapter(chapter, {
         memoryExtraction: true,
         prompts: ["I like tabs.", "Anything else?"],
@@ -1457,87 +1470,93 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(systemOf(run.requests[3]!).endsWith(`Memory catalog:\n${TABS_LINE}`)).toBe(true);
     });
 
-    it("recalls for the typed line only, and extraction skips hook context and Stop continuations", async () => {
-      const stopOnce = `grep -q '"stop_hook_active":false' && { echo 'also run the linter' >&2; exit 2; }; exit 0`;
-      const hook = (command: string) => [{ hooks: [{ type: "command", command }] }];
-      const run = await runChapter(chapter, {
-        memoryExtraction: true,
-        prompts: ["tabs please", "and spaces?"],
-        files: {
-          ".claude/settings.json": JSON.stringify({
-            hooks: { UserPromptSubmit: hook("echo 'branch: main'"), Stop: hook(stopOnce) },
-          }),
-          ".harness/memory/user-tabs.md": TABS_FILE,
-        },
-        steps: [
-          { reply: reply(text("one")) },
-          { reply: reply(text("one, linted")) },
-          { reply: reply(text("two")) },
-          { reply: reply(text("two, linted")) },
-        ],
-      });
-      expect(kinds(run.requests)).toEqual([
-        "select",
-        "main",
-        "main",
-        "extract",
-        "select",
-        "main",
-        "main",
-        "extract",
-      ]);
-      expect(run.requests[2]!.messages.at(-1)).toEqual({
-        role: "user",
-        content: "also run the linter",
-      });
-      expect(inputOf(run.requests[0])).toContain(
-        "\n\nCurrent request:\ntabs please\n\nMemory catalog:\n",
-      );
-      expect(inputOf(run.requests[4])).toContain(
-        "\n\nCurrent request:\nand spaces?\n\nMemory catalog:\n",
-      );
-      expect(dialogueOf(run.requests[3])).toBe(
-        "user: tabs please\nassistant: one\nassistant: one, linted",
-      );
-      // The first turn's continuation is in the history now; it stays out of the dialogue.
-      expect(dialogueOf(run.requests[7])).toBe(
-        "user: tabs please\nassistant: one\nassistant: one, linted\n" +
-          "user: and spaces?\nassistant: two\nassistant: two, linted",
-      );
-    });
-
-    it("MEMORY_EXTRACT=0: no extraction call and nothing stored, while recall still works", async () => {
-      const run = await runChapter(chapter, {
-        memoryExtraction: true,
-        prompts: ["I prefer spaces. Remember that."],
-        env: { MEMORY_EXTRACT: "0" },
-        files: { ".harness/memory/user-tabs.md": TABS_FILE },
-        steps: [
-          { name: "select", when: isSelect, reply: reply(text("[0]")) },
-          { name: "answer", reply: reply(text("Noted.")) },
-          {
-            name: "extract",
-            when: isExtract,
-            reply: reply(
-              text(
-                JSON.stringify([
-                  { ...TABS, name: "Spaces", description: "spaces", body: "spaces" },
-                ]),
-              ),
-            ),
+    edge(
+      "recalls for the typed line only, and extraction skips hook context and Stop continuations",
+      async () => {
+        const stopOnce = `grep -q '"stop_hook_active":false' && { echo 'also run the linter' >&2; exit 2; }; exit 0`;
+        const hook = (command: string) => [{ hooks: [{ type: "command", command }] }];
+        const run = await runChapter(chapter, {
+          memoryExtraction: true,
+          prompts: ["tabs please", "and spaces?"],
+          files: {
+            ".claude/settings.json": JSON.stringify({
+              hooks: { UserPromptSubmit: hook("echo 'branch: main'"), Stop: hook(stopOnce) },
+            }),
+            ".harness/memory/user-tabs.md": TABS_FILE,
           },
-        ],
-      });
-      expect(kinds(run.requests)).toEqual(["select", "main"]);
-      expect(run.model.pending).toEqual(["extract"]);
-      expect(readdirSync(path.join(run.workdir, MEMORY_DIR)).sort()).toEqual([
-        "MEMORY.md",
-        "user-tabs.md",
-      ]);
-      expect(run.output).toContain("[memory] recalled: user-tabs.md");
-    });
+          steps: [
+            { reply: reply(text("one")) },
+            { reply: reply(text("one, linted")) },
+            { reply: reply(text("two")) },
+            { reply: reply(text("two, linted")) },
+          ],
+        });
+        expect(kinds(run.requests)).toEqual([
+          "select",
+          "main",
+          "main",
+          "extract",
+          "select",
+          "main",
+          "main",
+          "extract",
+        ]);
+        expect(run.requests[2]!.messages.at(-1)).toEqual({
+          role: "user",
+          content: "also run the linter",
+        });
+        expect(inputOf(run.requests[0])).toContain(
+          "\n\nCurrent request:\ntabs please\n\nMemory catalog:\n",
+        );
+        expect(inputOf(run.requests[4])).toContain(
+          "\n\nCurrent request:\nand spaces?\n\nMemory catalog:\n",
+        );
+        expect(dialogueOf(run.requests[3])).toBe(
+          "user: tabs please\nassistant: one\nassistant: one, linted",
+        );
+        // The first turn's continuation is in the history now; it stays out of the dialogue.
+        expect(dialogueOf(run.requests[7])).toBe(
+          "user: tabs please\nassistant: one\nassistant: one, linted\n" +
+            "user: and spaces?\nassistant: two\nassistant: two, linted",
+        );
+      },
+    );
 
-    it("no extraction after an API error ends the turn, nor for slash commands", async () => {
+    edge(
+      "MEMORY_EXTRACT=0: no extraction call and nothing stored, while recall still works",
+      async () => {
+        const run = await runChapter(chapter, {
+          memoryExtraction: true,
+          prompts: ["I prefer spaces. Remember that."],
+          env: { MEMORY_EXTRACT: "0" },
+          files: { ".harness/memory/user-tabs.md": TABS_FILE },
+          steps: [
+            { name: "select", when: isSelect, reply: reply(text("[0]")) },
+            { name: "answer", reply: reply(text("Noted.")) },
+            {
+              name: "extract",
+              when: isExtract,
+              reply: reply(
+                text(
+                  JSON.stringify([
+                    { ...TABS, name: "Spaces", description: "spaces", body: "spaces" },
+                  ]),
+                ),
+              ),
+            },
+          ],
+        });
+        expect(kinds(run.requests)).toEqual(["select", "main"]);
+        expect(run.model.pending).toEqual(["extract"]);
+        expect(readdirSync(path.join(run.workdir, MEMORY_DIR)).sort()).toEqual([
+          "MEMORY.md",
+          "user-tabs.md",
+        ]);
+        expect(run.output).toContain("[memory] recalled: user-tabs.md");
+      },
+    );
+
+    edge("no extraction after an API error ends the turn, nor for slash commands", async () => {
       const run = await runChapter(chapter, {
         memoryExtraction: true,
         prompts: ["I prefer tabs. Remember that."],
@@ -1564,37 +1583,40 @@ describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
       expect(slash.received).toHaveLength(0);
     });
 
-    it("after a mid-turn compaction, extraction still sees the typed line and the final reply", async () => {
-      const line = "Please check the greeting files.";
-      const run = await runChapter(chapter, {
-        memoryExtraction: true,
-        prompts: [line],
-        files: { "hello.txt": "hi" },
-        steps: [
-          {
-            name: "glob + compact",
-            when: (r) => isMain(r) && r.messages.length === 1,
-            reply: reply(
-              text("Looking."),
-              toolUse("glob", { pattern: "*.txt" }),
-              toolUse("compact", {}),
-            ),
-          },
-          {
-            name: "after the summary",
-            when: (r) => isMain(r) && startsCompacted(r),
-            reply: reply(text("All done: hello.txt says hi.")),
-          },
-          { name: "extract", when: isExtract, reply: reply(text("[]")) },
-        ],
-      });
-      expect(kinds(run.requests)).toEqual(["main", "other", "main", "extract"]);
-      // The history the model saw after the compaction is the summary alone.
-      expect(run.requests[2]!.messages).toHaveLength(1);
-      expect(dialogueOf(run.requests[3])).toBe(
-        `user: ${line}\nassistant: Looking.\nassistant: All done: hello.txt says hi.`,
-      );
-      expect(run.model.pending).toEqual([]);
-    });
+    edge(
+      "after a mid-turn compaction, extraction still sees the typed line and the final reply",
+      async () => {
+        const line = "Please check the greeting files.";
+        const run = await runChapter(chapter, {
+          memoryExtraction: true,
+          prompts: [line],
+          files: { "hello.txt": "hi" },
+          steps: [
+            {
+              name: "glob + compact",
+              when: (r) => isMain(r) && r.messages.length === 1,
+              reply: reply(
+                text("Looking."),
+                toolUse("glob", { pattern: "*.txt" }),
+                toolUse("compact", {}),
+              ),
+            },
+            {
+              name: "after the summary",
+              when: (r) => isMain(r) && startsCompacted(r),
+              reply: reply(text("All done: hello.txt says hi.")),
+            },
+            { name: "extract", when: isExtract, reply: reply(text("[]")) },
+          ],
+        });
+        expect(kinds(run.requests)).toEqual(["main", "other", "main", "extract"]);
+        // The history the model saw after the compaction is the summary alone.
+        expect(run.requests[2]!.messages).toHaveLength(1);
+        expect(dialogueOf(run.requests[3])).toBe(
+          `user: ${line}\nassistant: Looking.\nassistant: All done: hello.txt says hi.`,
+        );
+        expect(run.model.pending).toEqual([]);
+      },
+    );
   });
 });

@@ -9,7 +9,14 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { apiError, reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as SubagentModule from "../chapters/s06-subagent/src/subagent.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import {
+  BASE_TOOLS,
+  casesFor,
+  chaptersFrom,
+  edgeCase,
+  importChapter,
+  moduleVersions,
+} from "./chapters.ts";
 import {
   interruptDuringSleep,
   lastToolResults,
@@ -39,7 +46,14 @@ function delegate(prompt: string, child: ScriptStep[]): ScriptStep[] {
   ];
 }
 
-const SUBAGENT_MODULE = new Set(moduleVersions("s06", ["subagent.ts"]).map((c) => c.id));
+// Edge cases (and every parameter case) run where these modules differ and on the newest
+// chapter; the rest of the suite runs on every chapter (runsEdgeCases in chapters.ts).
+const SUBAGENT = moduleVersions("s06", [
+  "subagent.ts",
+  "harness.ts",
+  "hooks.ts",
+  "command-hooks.ts",
+]);
 
 // Each test runs its own chapter, workspace and server, so they wait side by side; Ctrl-C
 // kills every child of the process, so that test runs on its own, below.
@@ -48,6 +62,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
   beforeAll(async () => {
     sub = await importChapter<typeof SubagentModule>(chapter, "subagent.ts");
   });
+  const edge = edgeCase(chapter, SUBAGENT);
 
   it("runs the child from one user message with the base tools; the parent gets only its final text", async () => {
     const run = await runChapter(chapter, {
@@ -92,7 +107,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     expect(log.match(/"kind":"request","scope":"sub"/g)).toHaveLength(2);
   });
 
-  it("answers with one child call when the child replies in text right away", async () => {
+  edge("answers with one child call when the child replies in text right away", async () => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: delegate("Say hi.", [{ when: isChild, reply: reply(text("hi from the child")) }]),
@@ -101,7 +116,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     expect(lastToolResults(run.requests.at(-1)!)[0]?.content).toBe("hi from the child");
   });
 
-  it("says (no summary) when the child's last reply has no text", async () => {
+  edge("says (no summary) when the child's last reply has no text", async () => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: delegate("Be quiet.", [
@@ -115,34 +130,38 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     });
   });
 
-  // The cap is one module's constant: its many model calls run where that module differs.
-  if (SUBAGENT_MODULE.has(chapter.id)) {
-    it("stops a child after 30 model calls with a clear message", async () => {
-      const run = await runChapter(chapter, {
-        prompts: ["go"],
-        steps: delegate(
-          "Loop forever.",
-          Array.from({ length: 31 }, () => ({
-            when: isChild,
-            reply: reply(toolUse("bash", { command: "true" })),
-          })),
-        ),
-      });
-      expect(run.requests.filter(isChild)).toHaveLength(sub.MAX_SUB_TURNS);
-      expect(lastToolResults(run.requests.at(-1)!)[0]).toMatchObject({
-        content: "Subagent stopped after 30 turns without a final answer.",
-        is_error: true,
-      });
-      expect(run.output).toContain("[Subagent stopped]");
+  // The cap is one module's constant: its many model calls run with the edge cases.
+  edge("stops a child after 30 model calls with a clear message", async () => {
+    const run = await runChapter(chapter, {
+      prompts: ["go"],
+      steps: delegate(
+        "Loop forever.",
+        Array.from({ length: 31 }, () => ({
+          when: isChild,
+          reply: reply(toolUse("bash", { command: "true" })),
+        })),
+      ),
     });
-  }
+    expect(run.requests.filter(isChild)).toHaveLength(sub.MAX_SUB_TURNS);
+    expect(lastToolResults(run.requests.at(-1)!)[0]).toMatchObject({
+      content: "Subagent stopped after 30 turns without a final answer.",
+      is_error: true,
+    });
+    expect(run.output).toContain("[Subagent stopped]");
+  });
 
-  it.each([
-    [{ prompt: "" }, "Error: task prompt must be a non-empty string"],
-    [{ prompt: "   " }, "Error: task prompt must be a non-empty string"],
-    [{}, "Error: Invalid input for task: prompt is required"],
-    [{ prompt: 7 }, "Error: Invalid input for task: prompt must be a string"],
-  ])("refuses %j without starting a child", async (input, message) => {
+  it.each(
+    casesFor(
+      chapter,
+      [
+        [{ prompt: "" }, "Error: task prompt must be a non-empty string"],
+        [{ prompt: "   " }, "Error: task prompt must be a non-empty string"],
+        [{}, "Error: Invalid input for task: prompt is required"],
+        [{ prompt: 7 }, "Error: Invalid input for task: prompt must be a string"],
+      ] as Array<[Record<string, unknown>, string]>,
+      SUBAGENT,
+    ),
+  )("refuses %j without starting a child", async (input, message) => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: [
@@ -157,7 +176,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     });
   });
 
-  it("turns a child's API failure into an error result; the parent goes on", async () => {
+  edge("turns a child's API failure into an error result; the parent goes on", async () => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: delegate("Fail.", [
@@ -193,7 +212,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     );
   });
 
-  it("fires SubagentStop command hooks for the child and Stop for the parent", async () => {
+  edge("fires SubagentStop command hooks for the child and Stop for the parent", async () => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       files: {

@@ -7,7 +7,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as TodoModule from "../chapters/s05-todo/src/todo.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { BASE_TOOLS, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
 import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -32,12 +32,16 @@ function silentRounds(rounds: number, prefix = "round"): ScriptStep[] {
 
 // Module-level blocks run only where these modules differ: identical copies prove nothing new.
 const MODULE_CHAPTERS = new Set(moduleVersions("s05", ["todo.ts"]).map((c) => c.id));
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
+const TODO = moduleVersions("s05", ["todo.ts", "harness.ts", "permissions.ts", "settings.ts"]);
 
 describe.each(chaptersFrom("s05"))("$id todo", (chapter) => {
   let todo: typeof TodoModule;
   beforeAll(async () => {
     todo = await importChapter<typeof TodoModule>(chapter, "todo.ts");
   });
+  const edge = edgeCase(chapter, TODO);
 
   if (MODULE_CHAPTERS.has(chapter.id)) {
     describe("the list", () => {
@@ -156,7 +160,7 @@ describe.each(chaptersFrom("s05"))("$id todo", (chapter) => {
       expect(run.output).toContain("[todo] 3 tool rounds without a todo update");
     });
 
-    it("reminds on rounds 3 and 6 of six silent rounds", async () => {
+    edge("reminds on rounds 3 and 6 of six silent rounds", async () => {
       const run = await runChapter(chapter, { prompts: ["work"], steps: silentRounds(6) });
       expect(run.requests.map((r) => withReminder(r).length)).toEqual([0, 0, 0, 1, 1, 1, 2]);
     });
@@ -183,29 +187,32 @@ describe.each(chaptersFrom("s05"))("$id todo", (chapter) => {
       expect(run.requests.every((r) => withReminder(r).length === 0)).toBe(true);
     });
 
-    it("resets when todo_write runs, even with an error, but not when a hook blocks it", async () => {
-      const todoCall = (todos: unknown) => ({ reply: reply(toolUse("todo_write", { todos })) });
-      const bash = { reply: reply(toolUse("bash", { command: "echo x" })) };
-      const ran = await runChapter(chapter, {
-        prompts: ["go"],
-        steps: [bash, bash, todoCall("not json"), bash, { reply: reply(text("end")) }],
-      });
-      expect(ran.requests.every((r) => withReminder(r).length === 0)).toBe(true);
-      expect(lastToolResults(ran.requests[3]!)[0]?.content).toBe(
-        "Error: todos must be a list or JSON array string",
-      );
+    edge(
+      "resets when todo_write runs, even with an error, but not when a hook blocks it",
+      async () => {
+        const todoCall = (todos: unknown) => ({ reply: reply(toolUse("todo_write", { todos })) });
+        const bash = { reply: reply(toolUse("bash", { command: "echo x" })) };
+        const ran = await runChapter(chapter, {
+          prompts: ["go"],
+          steps: [bash, bash, todoCall("not json"), bash, { reply: reply(text("end")) }],
+        });
+        expect(ran.requests.every((r) => withReminder(r).length === 0)).toBe(true);
+        expect(lastToolResults(ran.requests[3]!)[0]?.content).toBe(
+          "Error: todos must be a list or JSON array string",
+        );
 
-      const blocked = await runChapter(chapter, {
-        prompts: ["go"],
-        files: {
-          ".claude/settings.json": JSON.stringify({ permissions: { deny: ["TodoWrite"] } }),
-        },
-        steps: [bash, bash, todoCall([{ content: "a" }]), bash, { reply: reply(text("end")) }],
-      });
-      expect(lastToolResults(blocked.requests[3]!)[0]?.content).toMatch(
-        /^Permission denied by deny rule TodoWrite/,
-      );
-      expect(withReminder(blocked.requests[3]!)).toHaveLength(1);
-    });
+        const blocked = await runChapter(chapter, {
+          prompts: ["go"],
+          files: {
+            ".claude/settings.json": JSON.stringify({ permissions: { deny: ["TodoWrite"] } }),
+          },
+          steps: [bash, bash, todoCall([{ content: "a" }]), bash, { reply: reply(text("end")) }],
+        });
+        expect(lastToolResults(blocked.requests[3]!)[0]?.content).toMatch(
+          /^Permission denied by deny rule TodoWrite/,
+        );
+        expect(withReminder(blocked.requests[3]!)).toHaveLength(1);
+      },
+    );
   });
 });
