@@ -433,22 +433,6 @@ export const MUTATIONS: Mutation[] = [
 
   // ---------------------------------------------------------------- s09 memory*.ts, instructions.ts
   {
-    id: "s09-memory-extract-before-answer",
-    file: `${S09}/memory.ts`,
-    search: "? { onAppend: (message, origin) => journal?.onAppend(message, origin) }",
-    replace:
-      "? {\n" +
-      "            onAppend: (message, origin) => journal?.onAppend(message, origin),\n" +
-      "            onStop: async (_messages, _response, run) => {\n" +
-      "              await journal?.finish(run.signal);\n" +
-      "              journal = null;\n" +
-      "              return null;\n" +
-      "            },\n" +
-      "          }",
-    description: "memory extraction runs at the loop's exit, before the answer is printed",
-    tests: ["memory.test.ts"],
-  },
-  {
     id: "s09-memory-recall-uncapped",
     file: `${S09}/memory.ts`,
     search: "      if (chosen.length === MAX_RECALLED) break;\n",
