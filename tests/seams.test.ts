@@ -13,6 +13,7 @@ import {
   createPrinter,
   LineReader,
   type LoopEvent,
+  type ModelClient,
   nullLog,
   type ToolDefinition,
   toolMap,
@@ -406,6 +407,64 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
           { name: "b", commands: { x: command("y") } },
         ]),
       ).toThrow("two mechanisms define /x");
+    });
+
+    it("extendClient wraps every model call in list order, the last outermost, also one made through a client a factory kept", async () => {
+      server = await startFakeServer({
+        // No mechanism gives a tool here, so the step matches the line, not an offered tool.
+        model: new ScriptedModel([
+          { when: (r) => r.messages[0]?.content === "hello", reply: reply(text("the answer")) },
+        ]),
+      });
+      const calls: string[] = [];
+      const wrapper =
+        (tag: string) =>
+        (client: ModelClient): ModelClient => ({
+          create: (params, options) => {
+            calls.push(`${tag}:${options?.scope}`);
+            return client.create(params, options);
+          },
+        });
+      const stdout = new Capture();
+      const code = await harness.runHarness(
+        {
+          argv: [],
+          stdin: PassThrough.from(["hello\n"]),
+          stdout,
+          env: {
+            ANTHROPIC_API_KEY: "k",
+            ANTHROPIC_BASE_URL: server.url,
+            WORKDIR: tempWorkspace("extend-client"),
+            NO_COLOR: "1",
+          },
+        },
+        { id: "s00", title: "Test" },
+        async () => 0,
+        (h) => {
+          // Kept before any extendClient ran: calls through it are wrapped all the same.
+          const kept = h.client;
+          return [
+            { name: "a", extendClient: wrapper("a") },
+            {
+              name: "side",
+              turn: {
+                afterTurn: async () => {
+                  const side = { role: "user" as const, content: "side call" };
+                  await kept.create(
+                    { model: h.model, max_tokens: 16, messages: [side] },
+                    { scope: "side" },
+                  );
+                },
+              },
+            },
+            { name: "b", extendClient: wrapper("b") },
+          ];
+        },
+      );
+      expect(code).toBe(0);
+      expect(stdout.text).toContain("the answer");
+      expect(calls).toEqual(["b:main", "a:main", "b:side", "a:side"]);
+      expect(server.requests.map((r) => r.rejected)).toEqual([null, null]);
     });
 
     it("builds the system prompt from sections, dynamic ones last", () => {

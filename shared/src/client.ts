@@ -40,9 +40,21 @@ export interface CallOptions {
   maxRetries?: number;
 }
 
+type RequestOptions = { signal?: AbortSignal; maxRetries?: number };
+
+export interface StreamOptions extends CallOptions {
+  /** Each piece of answer text as it arrives. */
+  onText?: (text: string) => void;
+}
+
 /** The only thing the loop knows about the model. */
 export interface ModelClient {
   create(params: MessageParams, options?: CallOptions): Promise<Anthropic.Message>;
+  /**
+   * The same call streamed (s15): `onText` sees the answer as it arrives, and the promise
+   * resolves to the whole message, exactly as `create` would return it.
+   */
+  stream?(params: MessageParams, options?: StreamOptions): Promise<Anthropic.Message>;
 }
 
 export function createAnthropic(
@@ -72,27 +84,41 @@ export interface ModelClientOptions {
 export function createModelClient(options: ModelClientOptions): ModelClient {
   let anthropic = typeof options.anthropic === "function" ? null : options.anthropic;
   const make = options.anthropic;
+  /** One call, logged under its scope and counted, whether it is plain or streamed. */
+  async function call(
+    params: MessageParams,
+    callOptions: CallOptions,
+    send: (client: Anthropic, request: RequestOptions) => Promise<Anthropic.Message>,
+  ): Promise<Anthropic.Message> {
+    const scope = callOptions.scope ?? "main";
+    anthropic ??= (make as () => Anthropic)();
+    options.log.request(params, scope);
+    const started = performance.now();
+    try {
+      const message = await send(anthropic, {
+        signal: callOptions.signal,
+        ...(callOptions.maxRetries === undefined ? {} : { maxRetries: callOptions.maxRetries }),
+      });
+      options.log.record("response", message, scope);
+      options.usage.add(scope, message.usage);
+      return message;
+    } catch (error) {
+      options.log.record("api_error", describeApiError(error, params.model), scope);
+      throw error;
+    } finally {
+      options.observer?.modelCall?.({ scope, startedMs: started, endedMs: performance.now() });
+    }
+  }
   return {
-    async create(params, callOptions = {}) {
-      const scope = callOptions.scope ?? "main";
-      anthropic ??= (make as () => Anthropic)();
-      options.log.request(params, scope);
-      const started = performance.now();
-      try {
-        const message = await anthropic.messages.create(params, {
-          signal: callOptions.signal,
-          ...(callOptions.maxRetries === undefined ? {} : { maxRetries: callOptions.maxRetries }),
-        });
-        options.log.record("response", message, scope);
-        options.usage.add(scope, message.usage);
-        return message;
-      } catch (error) {
-        options.log.record("api_error", describeApiError(error, params.model), scope);
-        throw error;
-      } finally {
-        options.observer?.modelCall?.({ scope, startedMs: started, endedMs: performance.now() });
-      }
-    },
+    create: (params, callOptions = {}) =>
+      call(params, callOptions, (client, request) => client.messages.create(params, request)),
+    stream: (params, callOptions = {}) =>
+      call(params, callOptions, (client, request) => {
+        const stream = client.messages.stream(params, request);
+        if (callOptions.onText) stream.on("text", callOptions.onText);
+        // Rejects when the stream ends before message_stop: a cut-off answer is no answer.
+        return stream.finalMessage();
+      }),
   };
 }
 

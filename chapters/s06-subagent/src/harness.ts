@@ -101,6 +101,9 @@ export async function runHarness(
   } catch (error) {
     return fail(error);
   }
+  harness.wrapClient((base) =>
+    mechanisms.reduce((client, mechanism) => mechanism.extendClient?.(client) ?? client, base),
+  );
   harness.agent = (role, scope) => ({
     tools: toolMap(gatherTools(mechanisms, role)),
     system: systemPrompt(config.workdir, mechanisms, role),
@@ -161,7 +164,7 @@ function createServices(
   chapter: Chapter,
   config: Config,
   reader: () => LineReader,
-): Harness {
+): Harness & { wrapClient(wrap: (base: ModelClient) => ModelClient): void } {
   const printer = createPrinter(io.stdout, colorEnabled(io.stdout, io.env));
   const log = createSessionLog({
     workdir: config.workdir,
@@ -169,19 +172,33 @@ function createServices(
   });
   const usage = new UsageMeter();
   const toTranscript = transcriptSink(log);
+  // The SDK is loaded on the first model call, so the prompt appears without waiting for it.
+  const base = createModelClient({
+    anthropic: () => createAnthropic(config),
+    log,
+    usage,
+    observer: io.observer,
+  });
+  // Stable for the whole session: mechanisms keep it, and each call goes to the client
+  // their `extendClient` wrappers made of `base` (runHarness wraps it once the list is made).
+  let composed = base;
+  const client: ModelClient = {
+    create: (params, options) => composed.create(params, options),
+    stream: (params, options) => {
+      if (!composed.stream) throw new Error("an extendClient wrapper dropped stream()");
+      return composed.stream(params, options);
+    },
+  };
   return {
     chapter,
     config,
     env: io.env,
     workdir: config.workdir,
     model: config.model,
-    // The SDK is loaded on the first model call, so the prompt appears without waiting for it.
-    client: createModelClient({
-      anthropic: () => createAnthropic(config),
-      log,
-      usage,
-      observer: io.observer,
-    }),
+    client,
+    wrapClient(wrap) {
+      composed = wrap(base);
+    },
     log,
     usage,
     printer,

@@ -8,7 +8,7 @@
  * sources in the REPL. A new chapter adds its file and one line to that list.
  * docs/architecture.md has the whole picture.
  */
-import type { Tone, ToolDefinition } from "shared";
+import type { ModelClient, Tone, ToolDefinition } from "shared";
 import type { LoopSeams, Role } from "./loop.ts";
 import type { PromptSection } from "./prompt.ts";
 import type { EventSource, SlashCommand, TurnHooks } from "./repl.ts";
@@ -36,6 +36,12 @@ export interface Mechanism {
    * the agent; return the tool as it is to leave it alone.
    */
   extendTool?(tool: ToolDefinition, role: Role): ToolDefinition;
+  /**
+   * Wraps the model client every agent and side call uses (s15 puts its retries here).
+   * Applied in list order, each to the client the earlier ones made, so the last is
+   * outermost; `harness.client` forwards to the result, so a client a factory kept works too.
+   */
+  extendClient?(client: ModelClient): ModelClient;
   /** Its system prompt sections for an agent of `role` (stable ones first, dynamic last). */
   sections?(role: Role): PromptSection[];
   /** Its loop seams for one run of the loop (called as each run starts, so state starts fresh). */
