@@ -32,6 +32,7 @@ const S10 = "chapters/s10-tasks/src";
 const S11 = "chapters/s11-background/src";
 const S13 = "chapters/s13-teams/src";
 const S14 = "chapters/s14-mcp/src";
+const S15 = "chapters/s15-integrated/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -832,5 +833,39 @@ export const MUTATIONS: Mutation[] = [
     replace: "    this.failed.set(name, reason);",
     description: "a server that exited keeps its tools in the next request",
     tests: ["mcp.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s15 recovery.ts
+  {
+    id: "s15-recovery-sdk-retries-on",
+    file: `${S15}/recovery.ts`,
+    search: "client.create(p, { ...options, maxRetries: 0 })",
+    replace: "client.create(p, { ...options })",
+    description: "the SDK keeps its own retries under the layer: two layers retry one call",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s15-recovery-fallback-late",
+    file: `${S15}/recovery.ts`,
+    search: "export const OVERLOADS_BEFORE_FALLBACK = 2;",
+    replace: "export const OVERLOADS_BEFORE_FALLBACK = 3;",
+    description: "the fallback model waits for three 529s in a row, not two",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s15-recovery-fallback-sticks",
+    file: `${S15}/recovery.ts`,
+    search: "beforeTurn: async () => recovery.newTurn(),",
+    replace: "beforeTurn: async () => {},",
+    description: "the fallback model stays on into the next turn",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s15-recovery-wait-ignores-ctrl-c",
+    file: `${S15}/recovery.ts`,
+    search: '    signal?.addEventListener("abort", aborted, { once: true });\n',
+    replace: "",
+    description: "Ctrl-C during a retry's wait is ignored until the wait ends",
+    tests: ["recovery.test.ts"],
   },
 ];

@@ -32,6 +32,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s12", dir: "s12-cron", title: "Cron Scheduler" },
   { id: "s13", dir: "s13-teams", title: "Agent Teams" },
   { id: "s14", dir: "s14-mcp", title: "MCP Plugin" },
+  { id: "s15", dir: "s15-integrated", title: "Integrated Harness" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */
@@ -59,6 +60,10 @@ export const S10_TOOLS = [
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
 export const CHANGED: Record<string, { until: string; why: string }> = {
+  "a failed model call is the caller's error": {
+    until: "s15",
+    why: "s15's recovery.ts retries 429, 529, 5xx and lost connections up to three times on every model call",
+  },
   "block list": {
     until: "s03",
     why: "s03 replaces guard.ts (block list + workspace refusal) with the permission pipeline",
@@ -78,6 +83,15 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
 };
 
 const number = (id: string) => Number(id.slice(1));
+
+/**
+ * How many times a fault the recovery layer retries must hit one model call before its
+ * error reaches the caller: once, until s15 tries each call four times.
+ */
+export function attemptsPerCall(chapter: Chapter): number {
+  const once = chaptersFrom("s01", "a failed model call is the caller's error");
+  return once.some((c) => c.id === chapter.id) ? 1 : 4;
+}
 
 /** Chapters from `first` on, stopping before the chapter named by `behaviour` in CHANGED. */
 export function chaptersFrom(first: string, behaviour?: string): Chapter[] {

@@ -32,6 +32,7 @@ import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
   afterTools,
+  everyAttempt,
   lastToolResults,
   type RunOutcome,
   runChapter,
@@ -1586,7 +1587,9 @@ describe.each(chaptersFrom("s08"))("$id compaction", (chapter) => {
           prompts: ["first", "/compact", "second"],
           steps: [
             { when: userSaid("first"), reply: reply(text("one")) },
-            { when: isSummary, reply: apiError(500, "api_error", "summariser down") },
+            ...everyAttempt(chapter, apiError(500, "api_error", "summariser down")).map(
+              (fault) => ({ when: isSummary, reply: fault }),
+            ),
             { when: userSaid("second"), reply: reply(text("two")) },
           ],
         });

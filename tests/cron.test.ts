@@ -19,12 +19,20 @@ import type * as CronModule from "../chapters/s12-cron/src/cron.ts";
 import type * as ParseModule from "../chapters/s12-cron/src/cron-parse.ts";
 import type * as StoreModule from "../chapters/s12-cron/src/cron-store.ts";
 import type { Turn } from "../chapters/s12-cron/src/repl.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
+import {
+  attemptsPerCall,
+  BASE_TOOLS,
+  chaptersFrom,
+  importChapter,
+  moduleVersions,
+  S10_TOOLS,
+} from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
   type Capture,
   delegateOnce,
+  everyAttempt,
   lastToolResults,
   type RunOptions,
   runChapter,
@@ -927,7 +935,11 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
     it("a 500 re-queues the pending job with backoff, once; downtime is not replayed", async () => {
       const model = new ScriptedModel([{ when: userSaid("hello"), reply: reply(text("hi")) }]);
       const server = await startFakeServer({ model });
-      server.failNext(apiError(500, "api_error", "Internal server error"));
+      for (const fault of everyAttempt(
+        chapter,
+        apiError(500, "api_error", "Internal server error"),
+      ))
+        server.failNext(fault);
       const stdin = new PassThrough();
       let typed = false;
       try {
@@ -964,12 +976,14 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
         });
         expect(typed).toBe(true);
         const bodies = server.requests.map((r) => r.body as Request);
+        // The scheduled turn's call, tried as often as the chapter tries one call.
+        const tries = Array<string>(attemptsPerCall(chapter)).fill("scheduled");
         expect(bodies.map((r) => (isScheduled(r) ? "scheduled" : "user"))).toEqual([
-          "scheduled",
+          ...tries,
           "user",
         ]);
         // The failed turn was discarded: the user turn's history holds only its own line.
-        expect(bodies[1]!.messages).toEqual([{ role: "user", content: "hello" }]);
+        expect(bodies.at(-1)!.messages).toEqual([{ role: "user", content: "hello" }]);
         const out = run.output;
         expect(out).toContain("[cron] loaded 2 durable job(s); 1 pending, re-queued");
         expect(out).toMatch(

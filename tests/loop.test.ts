@@ -15,9 +15,17 @@ import {
   toolUse,
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { casesFor, chaptersFrom, edgeCase, moduleVersions, runsEdgeCases } from "./chapters.ts";
+import {
+  attemptsPerCall,
+  casesFor,
+  chaptersFrom,
+  edgeCase,
+  moduleVersions,
+  runsEdgeCases,
+} from "./chapters.ts";
 import {
   afterTools,
+  everyAttempt,
   interruptDuringSleep,
   lastToolResults,
   runChapter,
@@ -193,7 +201,9 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
       prompts: ["first", "second"],
       steps: [
         { when: userSaid("first"), reply: reply(toolUse("bash", { command: "echo a" })) },
-        { when: afterTools, reply: apiError(500, "api_error", "Internal server error") },
+        ...everyAttempt(chapter, apiError(500, "api_error", "Internal server error")).map(
+          (fault) => ({ when: afterTools, reply: fault }),
+        ),
         { when: userSaid("second"), reply: reply(text("second answer")) },
       ],
     });
@@ -228,14 +238,10 @@ describe.concurrent.each(chaptersFrom("s01"))("$id loop and REPL", (chapter) => 
     const run = await runChapter(chapter, {
       prompts: ["one", "two"],
       steps: [
-        {
-          when: userSaid("one"),
-          reply: apiError(
-            429,
-            "rate_limit_error",
-            "Number of requests has exceeded your rate limit",
-          ),
-        },
+        ...everyAttempt(
+          chapter,
+          apiError(429, "rate_limit_error", "Number of requests has exceeded your rate limit"),
+        ).map((fault) => ({ when: userSaid("one"), reply: fault })),
         { when: userSaid("two"), reply: reply(text("two ok")) },
       ],
     });
@@ -434,7 +440,7 @@ describe.each(chaptersFrom("s01"))("$id BASH_TIMEOUT_MS validation", (chapter) =
 // The SDK's retry backoff makes this test wait ~2 s; the chapters wait side by side.
 describe.concurrent("dropped connections", () => {
   it.for(chaptersFrom("s01").filter((chapter) => runsEdgeCases(chapter, LOOP)))(
-    "$id survives dropped connections: retried by the SDK, reported when they persist",
+    "$id survives dropped connections: retried, reported when they persist",
     async (chapter, { expect }) => {
       const server = await startFakeServer({
         model: new ScriptedModel([
@@ -446,7 +452,9 @@ describe.concurrent("dropped connections", () => {
       try {
         const first = await runChapter(chapter, { prompts: ["flaky"], server });
         expect(first.output).toContain("made it");
-        for (let i = 0; i < 3; i++) server.failNext({ fault: "drop" }); // every try of "dead"
+        // Every try of "dead": the SDK's three, or from s15 the recovery layer's four.
+        const tries = attemptsPerCall(chapter) === 1 ? 3 : attemptsPerCall(chapter);
+        for (let i = 0; i < tries; i++) server.failNext({ fault: "drop" });
         const second = await runChapter(chapter, { prompts: ["dead"], server });
         expect(second.output).toMatch(/connection error: .*this turn was discarded/);
         expect(second.code).toBe(0);

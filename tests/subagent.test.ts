@@ -18,6 +18,7 @@ import {
   moduleVersions,
 } from "./chapters.ts";
 import {
+  everyAttempt,
   interruptDuringSleep,
   lastToolResults,
   runChapter,
@@ -180,7 +181,10 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
     const run = await runChapter(chapter, {
       prompts: ["go"],
       steps: delegate("Fail.", [
-        { when: isChild, reply: apiError(500, "api_error", "child exploded") },
+        ...everyAttempt(chapter, apiError(500, "api_error", "child exploded")).map((fault) => ({
+          when: isChild,
+          reply: fault,
+        })),
       ]),
     });
     expect(lastToolResults(run.requests.at(-1)!)[0]).toMatchObject({

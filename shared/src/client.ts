@@ -145,6 +145,44 @@ export function describeApiError(error: unknown, model?: string): string {
   return String(error);
 }
 
+/**
+ * How a model call failed, by the SDK's error classes and the HTTP status (s15's recovery
+ * decides what to retry by it): the user's abort, an HTTP error with its status and any
+ * `retry-after`, no answer at all (refused, reset, timed out), a stream that ended before
+ * `message_stop`, or anything else.
+ */
+export type CallFailure =
+  | { kind: "aborted" }
+  | { kind: "status"; status: number; retryAfterMs: number | null }
+  | { kind: "connection" }
+  | { kind: "cut" }
+  | { kind: "other" };
+
+export function callFailure(error: unknown, now = Date.now()): CallFailure {
+  if (isAbortError(error)) return { kind: "aborted" };
+  const classes = sdk;
+  if (!classes) return { kind: "other" };
+  if (error instanceof classes.APIConnectionError) return { kind: "connection" };
+  if (error instanceof classes.APIError && typeof error.status === "number") {
+    return { kind: "status", status: error.status, retryAfterMs: retryAfterMs(error.headers, now) };
+  }
+  // The SDK's base class alone: the stream broke off, or ended without a whole message.
+  if (error instanceof classes.AnthropicError) return { kind: "cut" };
+  return { kind: "other" };
+}
+
+/** `retry-after-ms`, else `retry-after` in seconds or as an HTTP date; null when absent. */
+function retryAfterMs(headers: Headers | undefined, now: number): number | null {
+  const ms = Number(headers?.get("retry-after-ms") ?? Number.NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers?.get("retry-after");
+  if (!value) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
 export function isAbortError(error: unknown): boolean {
   return (
     (sdk !== null && error instanceof sdk.APIUserAbortError) ||

@@ -26,13 +26,14 @@ import {
   type FakeServer,
   type ReceivedRequest,
   reply,
+  type ScriptedError,
   ScriptedModel,
   type ScriptStep,
   startFakeServer,
   text,
   toolUse,
 } from "shared/testing";
-import { type Chapter, importChapter } from "../chapters.ts";
+import { attemptsPerCall, type Chapter, importChapter } from "../chapters.ts";
 import { endsWithin, killQuietly, waitForPid, within } from "./process.ts";
 
 const made: string[] = [];
@@ -157,6 +158,15 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
   } finally {
     if (!options.server) await server.close();
   }
+}
+
+/**
+ * `fault` once for every attempt the chapter makes at one call (`attemptsPerCall`), each
+ * retried at once (`retry-after-ms: 1`), so the error reaches the caller in every chapter.
+ */
+export function everyAttempt(chapter: Chapter, fault: ScriptedError): ScriptedError[] {
+  const soon = { ...fault, headers: { ...fault.headers, "retry-after-ms": "1" } };
+  return Array.from({ length: attemptsPerCall(chapter) }, () => soon);
 }
 
 /** The tool_result blocks of a request's last message. */

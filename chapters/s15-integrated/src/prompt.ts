@@ -1,0 +1,36 @@
+/**
+ * The system prompt: sections joined by blank lines. The identity line comes first, then
+ * each mechanism's sections in list order; sections that change during a session
+ * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
+ * cacheable. Each mechanism file owns its section; this file only puts them in order.
+ */
+import type { Role } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
+
+export interface PromptSection {
+  id: string;
+  text: string;
+  /** Rebuilt during the session (memory, time, goal): placed after every stable section. */
+  dynamic?: boolean;
+}
+
+export function identitySection(workdir: string): PromptSection {
+  return {
+    id: "identity",
+    text: `You are a coding agent at ${workdir}. Use tools to solve tasks. Act, don't explain.`,
+  };
+}
+
+export function buildSystemPrompt(sections: PromptSection[]): string {
+  const stable = sections.filter((section) => !section.dynamic);
+  const dynamic = sections.filter((section) => section.dynamic);
+  return [...stable, ...dynamic].map((section) => section.text).join("\n\n");
+}
+
+/** The system prompt of an agent of `role`: identity, then every mechanism's sections. */
+export function systemPrompt(workdir: string, mechanisms: Mechanism[], role: Role): string {
+  return buildSystemPrompt([
+    identitySection(workdir),
+    ...mechanisms.flatMap((mechanism) => mechanism.sections?.(role) ?? []),
+  ]);
+}
