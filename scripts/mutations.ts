@@ -868,4 +868,12 @@ export const MUTATIONS: Mutation[] = [
     description: "Ctrl-C during a retry's wait is ignored until the wait ends",
     tests: ["recovery.test.ts"],
   },
+  {
+    id: "s15-loop-no-stream",
+    file: `${S15}/loop.ts`,
+    search: '  return run.role === "main" && config.client.stream !== undefined;',
+    replace: "  return false;",
+    description: "the main agent's replies are asked for whole again: nothing streams",
+    tests: ["stream.test.ts"],
+  },
 ];

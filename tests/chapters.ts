@@ -60,6 +60,10 @@ export const S10_TOOLS = [
 
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
 export const CHANGED: Record<string, { until: string; why: string }> = {
+  "the main agent's answer arrives whole": {
+    until: "s15",
+    why: "s15 streams the main agent's replies: the text is printed as it arrives (text_delta events)",
+  },
   "a failed model call is the caller's error": {
     until: "s15",
     why: "s15's recovery.ts retries 429, 529, 5xx and lost connections up to three times on every model call",

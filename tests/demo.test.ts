@@ -133,12 +133,12 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
     contains: [
       "[retry] overloaded (529); attempt 2 of 4 in 1.0 s",
       "[fallback] 2 overloaded answers in a row: the rest of this turn uses claude-haiku-4-5",
-      "[retry] connection lost; attempt 2 of 4 in ",
+      "This answer is cut off m\n[retry] the stream ended before the answer did; attempt 2 of 4 in ",
       "This turn started on MODEL_ID again.",
     ],
     order: [
       ["[fallback] 2 overloaded", "  | claude-haiku-4-5"],
-      ["[retry] connection lost", "The release is on Friday, and"],
+      ["[retry] the stream ended", "The release is on Friday, and"],
       ["s15 >> And which model answers now?", "  | claude-sonnet-4-6"],
     ],
   },

@@ -159,26 +159,40 @@ describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter"
     }
   });
 
-  edge("retries a dropped connection, and a side call's retry names its scope", async () => {
-    const side = (r: Anthropic.MessageCreateParams) => (r.tools?.length ?? 0) === 0;
-    const server = await startFakeServer({
-      model: new ScriptedModel([
-        { reply: reply(text("answer")) },
-        { when: side, reply: overloaded() },
-        { when: side, reply: reply(text("[]")) },
-      ]),
-    });
-    server.failNext({ fault: "drop" });
-    try {
-      const run = await runChapter(chapter, { prompts: ["go"], server, memoryExtraction: true });
-      expect(run.output).toContain("[retry] connection lost; attempt 2 of 4 in ");
-      expect(run.output).toContain("answer");
-      expect(run.output).toContain("[retry] memory-extract: overloaded (529); attempt 2 of 4");
-      expect(run.requests.filter(side)).toHaveLength(2);
-    } finally {
-      await server.close();
-    }
-  });
+  edge(
+    "retries a stream that breaks off and a side call's lost connection, naming its scope",
+    async () => {
+      const side = (r: Anthropic.MessageCreateParams) => (r.tools?.length ?? 0) === 0;
+      const server = await startFakeServer({
+        model: new ScriptedModel([
+          { reply: { fault: "drop", afterEvents: 4 } },
+          { reply: reply(text("the whole answer")) },
+          { when: side, reply: { fault: "drop" } },
+          { when: side, reply: reply(text("[]")) },
+        ]),
+      });
+      try {
+        const run = await runChapter(chapter, { prompts: ["go"], server, memoryExtraction: true });
+        expect(run.output).toContain(
+          "This answer is cut off m\n[retry] the stream ended before the answer did; attempt 2 of 4 in ",
+        );
+        expect(run.output).toContain("the whole answer");
+        expect(run.output).toContain("[retry] memory-extract: connection lost; attempt 2 of 4");
+        expect(
+          run.received.filter((r) => side(r.body as Anthropic.MessageCreateParams)),
+        ).toHaveLength(2);
+        // The main agent streams; a side call does not.
+        expect(run.requests.map((r) => ("stream" in r ? r.stream : false))).toEqual([
+          true,
+          true,
+          false,
+          false,
+        ]);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 
   edge("Ctrl-C during a wait ends the turn at once, with nothing left waiting", async () => {
     const server = await startFakeServer({ model: new ScriptedModel([]) });

@@ -89,10 +89,12 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     params: MessageParams,
     callOptions: CallOptions,
     send: (client: Anthropic, request: RequestOptions) => Promise<Anthropic.Message>,
+    streamed = false,
   ): Promise<Anthropic.Message> {
     const scope = callOptions.scope ?? "main";
     anthropic ??= (make as () => Anthropic)();
-    options.log.request(params, scope);
+    // Logged as the API receives it: the SDK adds `stream: true` to a streamed call's body.
+    options.log.request(streamed ? { ...params, stream: true } : params, scope);
     const started = performance.now();
     try {
       const message = await send(anthropic, {
@@ -113,12 +115,17 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     create: (params, callOptions = {}) =>
       call(params, callOptions, (client, request) => client.messages.create(params, request)),
     stream: (params, callOptions = {}) =>
-      call(params, callOptions, (client, request) => {
-        const stream = client.messages.stream(params, request);
-        if (callOptions.onText) stream.on("text", callOptions.onText);
-        // Rejects when the stream ends before message_stop: a cut-off answer is no answer.
-        return stream.finalMessage();
-      }),
+      call(
+        params,
+        callOptions,
+        (client, request) => {
+          const stream = client.messages.stream(params, request);
+          if (callOptions.onText) stream.on("text", callOptions.onText);
+          // Rejects when the stream ends before message_stop: a cut-off answer is no answer.
+          return stream.finalMessage();
+        },
+        true,
+      ),
   };
 }
 
@@ -140,6 +147,11 @@ export function describeApiError(error: unknown, model?: string): string {
       line += ` (the endpoint rejected the model '${model}'; set MODEL_ID to a model it serves)`;
     }
     return line;
+  }
+  if (classes && error instanceof classes.AnthropicError) {
+    // The SDK's base class alone: the stream broke off (callFailure's "cut").
+    const cause = error.cause instanceof Error ? error.cause.message : error.message;
+    return `connection error: the stream ended before the answer did (${cause})`;
   }
   if (error instanceof Error) return error.message;
   return String(error);

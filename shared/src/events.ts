@@ -6,7 +6,13 @@
 export type Tone = "info" | "dim" | "warn" | "error" | "success" | "accent";
 
 export type LoopEvent =
-  | { type: "text"; scope: string; text: string }
+  | {
+      type: "text";
+      scope: string;
+      text: string;
+      /** Already on screen as it arrived (s15 streams): the printer only ends the line. */
+      streamed?: boolean;
+    }
   | { type: "text_delta"; scope: string; text: string }
   | { type: "thinking"; scope: string; text: string }
   | { type: "tool_call"; scope: string; id: string; name: string; input: unknown }

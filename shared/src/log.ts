@@ -18,7 +18,8 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { LoopEvent } from "./events.ts";
 import { harnessPath } from "./state.ts";
 
-type RequestParams = Anthropic.MessageCreateParamsNonStreaming;
+/** A request as sent: a streamed one (s15) carries `stream: true`. */
+type RequestParams = Anthropic.MessageCreateParams;
 
 export interface SessionLog {
   readonly sessionId: string;

@@ -108,6 +108,11 @@ export function createPrinter(out: Writable, color: boolean): Printer {
     event(ev) {
       switch (ev.type) {
         case "text":
+          if (ev.streamed) {
+            if (midLine) out.write("\n");
+            midLine = false;
+            return;
+          }
           if (ev.text.trim()) lines(ev.scope, ev.text);
           return;
         case "text_delta":

@@ -173,4 +173,14 @@ describe("printer", () => {
     printer.line("next");
     expect(output.text).toBe("Hello\nnext\n");
   });
+
+  it("prints a streamed answer's final text event as nothing but the end of its line", () => {
+    const output = new Capture();
+    const printer = createPrinter(output, false);
+    printer.event({ type: "text_delta", scope: "main", text: "Two " });
+    printer.event({ type: "text_delta", scope: "main", text: "words." });
+    printer.event({ type: "text", scope: "main", text: "Two words.", streamed: true });
+    printer.event({ type: "text", scope: "main", text: "Not streamed." });
+    expect(output.text).toBe("Two words.\nNot streamed.\n");
+  });
 });

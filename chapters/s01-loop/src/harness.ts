@@ -184,9 +184,13 @@ function createServices(
   let composed = base;
   const client: ModelClient = {
     create: (params, options) => composed.create(params, options),
-    stream: (params, options) => {
-      if (!composed.stream) throw new Error("an extendClient wrapper dropped stream()");
-      return composed.stream(params, options);
+    stream: async (params, options) => {
+      if (composed.stream) return composed.stream(params, options);
+      // A wrapper that cannot stream: the answer comes whole, handed over in one piece.
+      const message = await composed.create(params, options);
+      const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
+      if (text.length > 0) options?.onText?.(text.join(""));
+      return message;
     },
   };
   return {

@@ -2,8 +2,8 @@
  * s15's offline demo: the model's service fails the way real ones do, and the turn goes on.
  *
  *   "Summarise NOTES.md" ──> 529, 529 ──> [retry] lines, then [fallback]: the rest of the
- *        turn asks FALLBACK_MODEL_ID ──> read_file ──> the connection drops ──> [retry] ──>
- *        the answer
+ *        turn asks FALLBACK_MODEL_ID ──> read_file ──> the answer starts to stream and the
+ *        stream breaks off ──> [retry] ──> the answer, streamed whole
  *   the next line ──> MODEL_ID again
  * Run: pnpm --filter s15 demo
  */
@@ -33,7 +33,7 @@ const modelOf = (r: Request) => ({ title: "this request asks the model", text: r
 export const DEMO: Omit<DemoOptions, "main"> = {
   chapter: "s15",
   shows:
-    "two 529s switch the turn to the fallback model, a dropped connection is retried, and the next turn starts on MODEL_ID again.",
+    "two 529s switch the turn to the fallback model, a stream that breaks off is retried, and the next turn starts on MODEL_ID again.",
   prompts: [ASK, AGAIN],
   env: { FALLBACK_MODEL_ID: FALLBACK },
   setup(workdir) {
@@ -51,7 +51,8 @@ export const DEMO: Omit<DemoOptions, "main"> = {
       sent: modelOf,
       reply: reply(toolUse("read_file", { path: "NOTES.md" })),
     },
-    { name: "the connection drops", when: afterRead, reply: { fault: "drop" } },
+    // Cut off after a few words of the answer have streamed.
+    { name: "the stream breaks off", when: afterRead, reply: { fault: "drop", afterEvents: 4 } },
     {
       name: "the answer, on the same turn",
       when: afterRead,

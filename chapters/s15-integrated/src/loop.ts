@@ -3,8 +3,9 @@
  * append their results as one user message, and repeat until a reply asks for no tool.
  * The model decides what to do; the loop only executes and feeds back.
  *
- * Later chapters never edit this file. They plug in at the seams of `LoopSeams`, and the
- * same loop runs the main agent, subagents (s06) and teammates (s13). A run gets one list
+ * Later chapters plug in at the seams of `LoopSeams`, and the same loop runs the main
+ * agent, subagents (s06) and teammates (s13). s15 is the one chapter that edits this file
+ * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives. A run gets one list
  * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
  * `composeSeams` joins them by one rule per seam:
  *
@@ -233,11 +234,13 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     throwIfAborted(signal);
     run.system = systemNow();
     await seams.beforeModelCall(messages, run);
+    const streamed = { text: "" };
     const response = await seams.aroundModelCall(
-      () => callModel(messages, config, run),
+      () => callModel(messages, config, run, streamed),
       messages,
       run,
     );
+    const live = streams(config, run);
     turns++;
     // Stored exactly as received: thinking blocks and all.
     append({ role: "assistant", content: response.content }, "model");
@@ -247,8 +250,24 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       // The answer is shown as it arrives, before a Stop hook judges it. A child's answer
       // is its return value: the tool that started the child shows it.
       showProse(response, config, false);
-      if (run.role === "main")
-        config.emit({ type: "text", scope: config.scope, text: textOf(response) });
+      if (run.role === "main") {
+        const answer = textOf(response);
+        // A streamed answer is on screen already; what the stream could not show (a
+        // placeholder, a note on truncation) follows it.
+        if (live && answer.startsWith(streamed.text) && answer !== streamed.text) {
+          config.emit({
+            type: "text_delta",
+            scope: config.scope,
+            text: answer.slice(streamed.text.length),
+          });
+        }
+        config.emit({
+          type: "text",
+          scope: config.scope,
+          text: answer,
+          ...(live ? { streamed: true } : {}),
+        });
+      }
       const continuation = await seams.onStop(messages, response, run);
       if (continuation) {
         append({ role: "user", content: continuation }, "continuation");
@@ -257,7 +276,9 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       return { response, turns, stopped: "done" };
     }
 
-    showProse(response, config);
+    showProse(response, config, !live);
+    if (live && streamed.text)
+      config.emit({ type: "text", scope: config.scope, text: streamed.text, streamed: true });
     const results: ToolResult[] = [];
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
@@ -281,17 +302,33 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   }
 }
 
-function callModel(messages: MessageParam[], config: LoopConfig, run: RunContext) {
-  return config.client.create(
-    {
-      model: config.model,
-      max_tokens: config.maxTokens ?? MAX_TOKENS,
-      system: run.system,
-      messages,
-      tools: toolSpecs(config.tools),
+/** The main agent's replies stream (s15): its text is printed as it arrives. */
+function streams(config: LoopConfig, run: RunContext): boolean {
+  return run.role === "main" && config.client.stream !== undefined;
+}
+
+function callModel(
+  messages: MessageParam[],
+  config: LoopConfig,
+  run: RunContext,
+  streamed: { text: string },
+) {
+  const params = {
+    model: config.model,
+    max_tokens: config.maxTokens ?? MAX_TOKENS,
+    system: run.system,
+    messages,
+    tools: toolSpecs(config.tools),
+  };
+  const options = { scope: config.scope, signal: run.signal };
+  if (!streams(config, run) || !config.client.stream) return config.client.create(params, options);
+  return config.client.stream(params, {
+    ...options,
+    onText: (text) => {
+      streamed.text += text;
+      config.emit({ type: "text_delta", scope: config.scope, text });
     },
-    { scope: config.scope, signal: run.signal },
-  );
+  });
 }
 
 /** Runs one call; every failure becomes an is_error output, never an exception. */
