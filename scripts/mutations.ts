@@ -876,4 +876,20 @@ export const MUTATIONS: Mutation[] = [
     description: "the main agent's replies are asked for whole again: nothing streams",
     tests: ["stream.test.ts"],
   },
+  {
+    id: "s15-interrupt-no-repair",
+    file: `${S15}/repl.ts`,
+    search: "      repairInterrupted(history);\n",
+    replace: "",
+    description: "an interrupted turn's unanswered tool calls are left as they are",
+    tests: ["loop.test.ts", "interrupt.test.ts"],
+  },
+  {
+    id: "s15-interrupt-tool-result-ok",
+    file: `${S15}/interrupt.ts`,
+    search: "            content: INTERRUPTED_RESULT,\n            is_error: true,\n",
+    replace: "            content: INTERRUPTED_RESULT,\n",
+    description: "an interrupted call's result does not say it failed",
+    tests: ["interrupt.test.ts", "loop.test.ts"],
+  },
 ];

@@ -309,7 +309,8 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
         steps: [
           { when: userSaid("go"), reply: reply(bgCall("sleep 0.3; echo late")) },
           { when: afterTools, reply: reply(toolUse("bash", { command: "echo quick" })) },
-          { when: afterTools, reply: reply(toolUse("bash", { command: "sleep 0.7; seq 1 2000" })) },
+          // Long enough that the 0.3 s job has ended when these results go out, even on a busy machine.
+          { when: afterTools, reply: reply(toolUse("bash", { command: "sleep 1.2; seq 1 2000" })) },
           { when: afterTools, reply: reply(text("ok")) },
         ],
       });

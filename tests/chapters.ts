@@ -64,6 +64,10 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
     until: "s15",
     why: "s15 streams the main agent's replies: the text is printed as it arrives (text_delta events)",
   },
+  "Ctrl-C during a turn ends the session": {
+    until: "s15",
+    why: "s15 cancels the turn instead, repairs its history and goes on to the next line (interrupt.ts)",
+  },
   "a failed model call is the caller's error": {
     until: "s15",
     why: "s15's recovery.ts retries 429, 529, 5xx and lost connections up to three times on every model call",

@@ -14,18 +14,20 @@
  *   usage line
  *
  * An API error prints one red line and restores the history to where it was before the
- * turn, so the next request is valid.
+ * turn, so the next request is valid. Ctrl-C during a turn (s15, the one chapter that edits
+ * this file: chapters/edits.json) cancels that turn, keeps it repaired (interrupt.ts) and
+ * goes on to the next event.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
   describeApiError,
   isAbortError,
-  killAll,
   type LineReader,
   type Printer,
   type SessionLog,
   type UsageMeter,
 } from "shared";
+import { appendInput, repairInterrupted } from "./interrupt.ts";
 import { type LoopResult, type TurnKind, tagOrigin, textOf } from "./loop.ts";
 
 export const QUIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -132,8 +134,7 @@ export async function runRepl(options: ReplOptions): Promise<number> {
       continue;
     }
     lastRequest = input.request;
-    const outcome = await runOneTurn(input, options);
-    if (outcome === "interrupted") return 0;
+    await runOneTurn(input, options);
   }
 }
 
@@ -187,19 +188,18 @@ async function prepare(input: TurnInput, options: ReplOptions): Promise<TurnInpu
   return current;
 }
 
-async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<"done" | "interrupted"> {
+async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<void> {
   const { history, printer, reader, usage, log } = options;
   // A copy of the messages, not a length: later chapters (s08) may rewrite the history
   // during a turn, and a failed turn must leave it exactly as it was.
   const before = history.slice();
   const controller = new AbortController();
-  reader.onTurnInterrupt = () => {
-    // Until s15 can cancel a turn, Ctrl-C kills the running command and ends the session.
-    killAll();
-    controller.abort();
-  };
+  // Ctrl-C cancels this turn only: its signal stops the model call, the foreground
+  // command, a subagent, an MCP call (interrupt.ts); the session goes on.
+  reader.onTurnInterrupt = () => controller.abort();
   usage.startTurn();
-  history.push(tagOrigin({ role: "user", content: input.content }, "input"));
+  // After an interrupted turn the history ends with a user message: the input joins it.
+  tagOrigin(appendInput(history, input.content), "input");
   log.transcript(input.kind === "user" ? "USER" : `INPUT (${input.kind})`, input.request);
   const turn: Turn = { ...input, history, signal: controller.signal };
   let result: LoopResult | null = null;
@@ -212,8 +212,11 @@ async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<"done
     for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);
   } catch (error) {
     if (controller.signal.aborted || isAbortError(error)) {
-      printer.line("Interrupted.", "warn");
-      return "interrupted";
+      // The turn is kept, repaired so the next request is valid.
+      repairInterrupted(history);
+      log.transcript("INTERRUPTED", "the user pressed Ctrl-C during the turn");
+      printer.line("[interrupted]", "warn");
+      return;
     }
     const reason = describeApiError(error, options.model);
     if (result === null) {
@@ -234,5 +237,4 @@ async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<"done
   }
   const usageLine = usage.formatTurn();
   if (usageLine) printer.line(usageLine, "dim");
-  return "done";
 }

@@ -1,0 +1,120 @@
+/**
+ * Interrupts (s15): Ctrl-C cancels the turn in flight and keeps the session, with a history
+ * the API accepts: the repair rules of interrupt.ts, and a turn cancelled while the model is
+ * still answering.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
+import { beforeAll, describe, expect, it } from "vitest";
+import type * as InterruptModule from "../chapters/s15-integrated/src/interrupt.ts";
+import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { runChapter, userSaid } from "./helpers/run.ts";
+
+type MessageParam = Anthropic.MessageParam;
+const NOTE = { type: "text", text: "[Interrupted by the user]" };
+
+describe.each(moduleVersions("s15", ["interrupt.ts"]))("$id interrupt repair", (chapter) => {
+  let interrupt: typeof InterruptModule;
+  beforeAll(async () => {
+    interrupt = await importChapter<typeof InterruptModule>(chapter, "interrupt.ts");
+  });
+
+  it("answers every unanswered tool_use with an is_error result, then the note", () => {
+    const call = (id: string) =>
+      toolUse("bash", { command: "sleep 9" }, id) as Anthropic.ToolUseBlockParam;
+    const history: MessageParam[] = [
+      { role: "user", content: "go" },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "Two." }, call("toolu_a"), call("toolu_b")],
+      },
+    ];
+    interrupt.repairInterrupted(history);
+    expect(history[2]).toEqual({
+      role: "user",
+      content: [
+        {
+          type: "tool_result",
+          tool_use_id: "toolu_a",
+          content: "Interrupted by the user",
+          is_error: true,
+        },
+        {
+          type: "tool_result",
+          tool_use_id: "toolu_b",
+          content: "Interrupted by the user",
+          is_error: true,
+        },
+        NOTE,
+      ],
+    });
+  });
+
+  it("adds the note to a last user message as a new object, and the next input joins only that", () => {
+    const input: MessageParam = { role: "user", content: "go" };
+    const history: MessageParam[] = [input];
+    interrupt.repairInterrupted(history);
+    expect(history).toEqual([{ role: "user", content: [{ type: "text", text: "go" }, NOTE] }]);
+    expect(history[0]).not.toBe(input);
+    const before = history.slice();
+    interrupt.appendInput(history, "next");
+    expect(history).toEqual([
+      {
+        role: "user",
+        content: [{ type: "text", text: "go" }, NOTE, { type: "text", text: "next" }],
+      },
+    ]);
+    // The joined message is new: a failed turn that restores `before` gets the repair back.
+    expect(before[0]).not.toBe(history[0]);
+    // Any other last user message (a compaction summary) keeps the input apart.
+    const summary: MessageParam[] = [{ role: "user", content: "summary" }];
+    interrupt.appendInput(summary, "after");
+    expect(summary).toEqual([
+      { role: "user", content: "summary" },
+      { role: "user", content: "after" },
+    ]);
+  });
+});
+
+describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter", (chapter) => {
+  it("Ctrl-C while the model answers drops the partial reply and the next request is valid", async () => {
+    let interrupt: (() => void) | undefined;
+    const says = (line: string) => (r: Anthropic.MessageCreateParams) =>
+      JSON.stringify(r.messages.at(-1)).includes(line);
+    const server = await startFakeServer({
+      latencyMs: 300,
+      model: new ScriptedModel([
+        {
+          when: userSaid("think long"),
+          reply: () => {
+            interrupt?.();
+            return reply(text("too late"));
+          },
+        },
+        { when: says("next"), reply: reply(text("next answered")) },
+      ]),
+    });
+    try {
+      const run = await runChapter(chapter, {
+        prompts: ["think long", "next"],
+        server,
+        onSignal: (handler) => {
+          interrupt = handler;
+        },
+      });
+      expect(run.code).toBe(0);
+      expect(run.output).toContain("[interrupted]");
+      expect(run.output).not.toContain("too late");
+      expect(run.output).toContain("next answered");
+      expect(run.received.map((r) => r.rejected)).toEqual([null, null]);
+      expect(run.requests[1]!.messages).toEqual([
+        {
+          role: "user",
+          content: [{ type: "text", text: "think long" }, NOTE, { type: "text", text: "next" }],
+        },
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+});
