@@ -892,4 +892,20 @@ export const MUTATIONS: Mutation[] = [
     description: "an interrupted call's result does not say it failed",
     tests: ["interrupt.test.ts", "loop.test.ts"],
   },
+  {
+    id: "s15-max-tokens-no-escalation",
+    file: `${S15}/recovery.ts`,
+    search: "        run.maxTokens = ESCALATED_MAX_TOKENS;\n",
+    replace: "",
+    description: "a reply cut off at max_tokens is asked for again with the same limit",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s15-max-tokens-truncated-calls-run",
+    file: `${S15}/recovery.ts`,
+    search: "      return truncated ? { content: RESEND_SMALLER, isError: true } : null;",
+    replace: "      return null;",
+    description: "the tool calls of a reply cut off at max_tokens run anyway",
+    tests: ["recovery.test.ts"],
+  },
 ];

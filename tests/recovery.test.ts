@@ -7,17 +7,20 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { CallFailure } from "shared";
-import { apiError, reply, ScriptedModel, startFakeServer, text } from "shared/testing";
+import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as RecoveryModule from "../chapters/s15-integrated/src/recovery.ts";
 import { chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
-import { runChapter, userSaid } from "./helpers/run.ts";
+import { afterTools, lastToolResults, runChapter, userSaid } from "./helpers/run.ts";
 
 const RECOVERY = moduleVersions("s15", ["recovery.ts"]);
 /** A fault the chapter retries after 1 ms instead of its backoff. */
 const soon = { "retry-after-ms": "1" };
 const overloaded = () => apiError(529, "overloaded_error", "Overloaded", { headers: soon });
 const models = (requests: Anthropic.MessageCreateParams[]) => requests.map((r) => r.model);
+/** The last message mentions `line` (a continuation joins no other text). */
+const says = (r: Anthropic.MessageCreateParams, line: string) =>
+  JSON.stringify(r.messages.at(-1)).includes(line);
 
 describe.each(RECOVERY)("$id recovery rules", (chapter) => {
   let recovery: typeof RecoveryModule;
@@ -191,6 +194,60 @@ describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter"
       } finally {
         await server.close();
       }
+    },
+  );
+
+  it("redoes the first reply cut off at max_tokens with 16 000, and the next turn is back at 8 000", async () => {
+    const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+    const run = await runChapter(chapter, {
+      prompts: ["long", "short"],
+      steps: [
+        { when: userSaid("long"), reply: cut(reply(text("The first half"))) },
+        { when: userSaid("long"), reply: reply(text("The whole answer.")) },
+        { when: userSaid("short"), reply: reply(text("Short.")) },
+      ],
+    });
+    expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 8000]);
+    expect(run.output).toContain("[max_tokens] the reply hit 8000 tokens: asking again with 16000");
+    // The cut-off reply was discarded: the next turn's history holds only the whole one.
+    expect(run.requests[2]!.messages[1]).toEqual({
+      role: "assistant",
+      content: [expect.objectContaining({ type: "text", text: "The whole answer." })],
+    });
+  });
+
+  edge(
+    "keeps later cut-off replies: refuses their calls, then asks twice to continue",
+    async () => {
+      const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+      const run = await runChapter(chapter, {
+        prompts: ["write it"],
+        steps: [
+          { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
+          { reply: cut(reply(toolUse("bash", { command: "echo b" }, "toolu_big"))) },
+          { when: afterTools, reply: cut(reply(text("part one"))) },
+          { when: (r) => says(r, "Continue exactly"), reply: cut(reply(text("part two"))) },
+          { when: (r) => says(r, "Continue exactly"), reply: cut(reply(text("part three"))) },
+        ],
+      });
+      expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 16000, 16000, 16000]);
+      expect(lastToolResults(run.requests[2]!)).toEqual([
+        {
+          type: "tool_result",
+          tool_use_id: "toolu_big",
+          content: expect.stringMatching(/^Error: your reply hit max_tokens .* smaller pieces/),
+          is_error: true,
+        },
+      ]);
+      expect(run.output).toContain(
+        "[max_tokens] still cut off: asking the model to continue (1 of 2)",
+      );
+      expect(run.output).toContain(
+        "[max_tokens] still cut off: asking the model to continue (2 of 2)",
+      );
+      // The third cut-off answer stands: no third continuation.
+      expect(run.requests).toHaveLength(5);
+      expect(run.output).toContain("part three\n[truncated: hit max_tokens]");
     },
   );
 

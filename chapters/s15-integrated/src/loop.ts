@@ -5,7 +5,8 @@
  *
  * Later chapters plug in at the seams of `LoopSeams`, and the same loop runs the main
  * agent, subagents (s06) and teammates (s13). s15 is the one chapter that edits this file
- * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives. A run gets one list
+ * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives,
+ * and a seam may raise the next call's max_tokens (`run.maxTokens`). A run gets one list
  * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
  * `composeSeams` joins them by one rule per seam:
  *
@@ -90,6 +91,8 @@ export interface RunContext extends ToolContext {
   /** The system prompt of the coming (or current) model call. */
   system: string;
   tools: ToolMap;
+  /** max_tokens of the next model call when a mechanism raised it (s15's recovery). */
+  maxTokens?: number;
 }
 
 /** The places mechanisms plug in. Each is optional; the rules that join several are above. */
@@ -315,7 +318,7 @@ function callModel(
 ) {
   const params = {
     model: config.model,
-    max_tokens: config.maxTokens ?? MAX_TOKENS,
+    max_tokens: run.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
     system: run.system,
     messages,
     tools: toolSpecs(config.tools),

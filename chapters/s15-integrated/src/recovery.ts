@@ -12,9 +12,18 @@
  * The wait is min(500 · 2^k, 32 000) ms plus up to 25 % jitter, or what `retry-after`
  * asks for (at most 60 s). With FALLBACK_MODEL_ID set, two 529s in a row switch the rest of
  * the turn to that model; the next turn starts on MODEL_ID again. Each step is one dim line.
+ *
+ * A reply cut off at max_tokens (the loop's seams, per run of the loop):
+ *
+ *   first of the run   ──> discarded, asked again with 16 000 instead of 8 000
+ *   later ones         ──> kept; their tool calls are refused with a request to resend
+ *                          them in smaller pieces, or, without calls, the model is asked
+ *                          to continue where it stopped (at most twice a run)
+ *   a reply not cut off ──> the next call is back at 8 000
  */
 import { type CallFailure, callFailure, type ModelClient, type Printer } from "shared";
 import type { Harness } from "./harness.ts";
+import { type LoopSeams, MAX_TOKENS } from "./loop.ts";
 import type { Mechanism } from "./mechanism.ts";
 
 /** Retries after the first attempt: 4 attempts, so three 529s with a fallback still succeed. */
@@ -145,6 +154,53 @@ export class Recovery {
   }
 }
 
+/** max_tokens for the redone call after a first truncation. */
+export const ESCALATED_MAX_TOKENS = 16_000;
+/** Continuations asked for in one run of the loop, at most. */
+export const MAX_CONTINUATIONS = 2;
+export const RESEND_SMALLER =
+  "Error: your reply hit max_tokens before this call was complete, so it was not run. Send it again in smaller pieces (a shorter file, several edits).";
+export const CONTINUE_TEXT =
+  "Your reply was cut off at max_tokens. Continue exactly where you stopped, without repeating anything.";
+
+/** The max_tokens policy for one run of the loop (a fresh state per run). */
+export function maxTokensSeams(printer: Pick<Printer, "line">): LoopSeams {
+  let escalated = false;
+  let truncated = false;
+  let continuations = 0;
+  return {
+    async aroundModelCall(next, _messages, run) {
+      let response = await next();
+      if (response.stop_reason === "max_tokens" && !escalated) {
+        escalated = true;
+        const limit = run.maxTokens ?? MAX_TOKENS;
+        printer.line(
+          `[max_tokens] the reply hit ${limit} tokens: asking again with ${ESCALATED_MAX_TOKENS}`,
+          "dim",
+        );
+        run.maxTokens = ESCALATED_MAX_TOKENS;
+        response = await next();
+      }
+      truncated = response.stop_reason === "max_tokens";
+      // A reply that fits puts the next call back on the default.
+      if (!truncated) run.maxTokens = undefined;
+      return response;
+    },
+    async beforeToolCall() {
+      return truncated ? { content: RESEND_SMALLER, isError: true } : null;
+    },
+    async onStop(_messages, response) {
+      if (response.stop_reason !== "max_tokens" || continuations >= MAX_CONTINUATIONS) return null;
+      continuations++;
+      printer.line(
+        `[max_tokens] still cut off: asking the model to continue (${continuations} of ${MAX_CONTINUATIONS})`,
+        "dim",
+      );
+      return CONTINUE_TEXT;
+    },
+  };
+}
+
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const aborted = () => {
@@ -168,6 +224,7 @@ export function recoveryMechanism(harness: Harness): Mechanism {
   return {
     name: "recovery",
     extendClient: (client) => recovery.wrap(client),
+    loop: () => maxTokensSeams(harness.printer),
     turn: {
       beforeTurn: async () => recovery.newTurn(),
     },
