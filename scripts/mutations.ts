@@ -908,4 +908,12 @@ export const MUTATIONS: Mutation[] = [
     description: "the tool calls of a reply cut off at max_tokens run anyway",
     tests: ["recovery.test.ts"],
   },
+  {
+    id: "s15-background-no-wake",
+    file: `${S15}/background.ts`,
+    search: "        this.options.onEnded?.();\n",
+    replace: "",
+    description: "a job that ends while the agent is idle wakes nobody",
+    tests: ["background.test.ts"],
+  },
 ];

@@ -44,6 +44,10 @@ const MODULE_CHAPTERS = new Set(
 );
 
 describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
+  const waits = chaptersFrom(
+    "s11",
+    "a job that ends between turns waits for the next line",
+  ).includes(chapter);
   let bg: typeof BackgroundModule;
   let bash: typeof BashModule;
   beforeAll(async () => {
@@ -323,37 +327,61 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
       expect(textsOf(blocks)[1]).toContain("<summary>late</summary>");
     });
 
-    it("delivers a job that ends between turns in the next typed line's message, after its text", async () => {
-      const stdin = new PassThrough();
-      stdin.write("start\n");
-      const workdir = tempWorkspace("bg-between");
-      const running = runChapter(chapter, {
-        stdin,
-        workdir,
-        onOutput: (out) => void out.waitFor("started").then(() => (firstTurn = true)),
-        steps: [
-          {
-            when: userSaid("start"),
-            reply: reply(bgCall("sleep 0.2; echo between; touch bg.done")),
+    it(
+      waits
+        ? "delivers a job that ends between turns in the next typed line's message, after its text"
+        : "wakes the idle agent once for a job that ends between turns; the next line carries none",
+      async () => {
+        const stdin = new PassThrough();
+        stdin.write("start\n");
+        const workdir = tempWorkspace("bg-between");
+        const notified = (r: Request) =>
+          JSON.stringify(r.messages.at(-1)).includes("task_notification");
+        const running = runChapter(chapter, {
+          stdin,
+          workdir,
+          onOutput: (out) => {
+            void out.waitFor("started").then(() => (firstTurn = true));
+            void out.waitFor("noted").then(() => (woken = true));
           },
-          { when: afterTools, reply: reply(text("started")) },
-          { when: userSaid("next"), reply: reply(text("seen")) },
-        ],
-      });
-      let firstTurn = false;
-      // The next line is typed once the first turn has ended and the job has too.
-      const done = path.join(workdir, "bg.done");
-      while (!firstTurn || !existsSync(done)) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      stdin.end("next\n");
-      const run = await running;
-      const turn2 = run.requests[2]!;
-      expect(textsOf(lastBlocks(turn2))[0]).toBe("next");
-      expect(notificationsIn(turn2)[0]).toContain("<summary>between</summary>");
-      expect(
-        run.requests[1]!.messages.some((m) => JSON.stringify(m).includes("task_notification")),
-      ).toBe(false);
-    });
+          steps: [
+            {
+              when: userSaid("start"),
+              reply: reply(bgCall("sleep 0.2; echo between; touch bg.done")),
+            },
+            { when: afterTools, reply: reply(text("started")) },
+            { when: (r) => notified(r) && !userSaid("next")(r), reply: reply(text("noted")) },
+            { when: userSaid("next"), reply: reply(text("seen")) },
+          ],
+        });
+        let firstTurn = false;
+        let woken = false;
+        // The next line is typed once the first turn has ended and the job has too (and,
+        // from s15, once the wake's turn has answered).
+        const done = path.join(workdir, "bg.done");
+        while (!firstTurn || !existsSync(done) || (!waits && !woken)) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        stdin.end("next\n");
+        const run = await running;
+        expect(
+          run.requests[1]!.messages.some((m) => JSON.stringify(m).includes("task_notification")),
+        ).toBe(false);
+        if (waits) {
+          const turn2 = run.requests[2]!;
+          expect(textsOf(lastBlocks(turn2))[0]).toBe("next");
+          expect(notificationsIn(turn2)[0]).toContain("<summary>between</summary>");
+          return;
+        }
+        // The wake: a turn of its own whose message is the notification, then the line.
+        const [wake, line] = [run.requests[2]!, run.requests[3]!];
+        expect(notificationsIn(wake)[0]).toContain("<summary>between</summary>");
+        expect(run.output).toContain("[wake: bg_0001 completed -> new turn]");
+        expect(line.messages.at(-1)).toEqual({ role: "user", content: "next" });
+        expect(run.requests).toHaveLength(4);
+      },
+    );
 
     it("starts nothing when the call is denied, and PostToolUse sees the placeholder", async () => {
       const run = await runChapter(chapter, {

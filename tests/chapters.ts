@@ -68,6 +68,14 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
     until: "s15",
     why: "s15 cancels the turn instead, repairs its history and goes on to the next line (interrupt.ts)",
   },
+  "a job that ends between turns waits for the next line": {
+    until: "s15",
+    why: "from s15 a job that ends while the agent is idle wakes it: a background turn of its own",
+  },
+  "the first reply cut off at max_tokens is the answer": {
+    until: "s15",
+    why: "s15 asks again with 16 000 tokens, then twice to continue, before a cut-off answer stands",
+  },
   "a failed model call is the caller's error": {
     until: "s15",
     why: "s15's recovery.ts retries 429, 529, 5xx and lost connections up to three times on every model call",

@@ -11,9 +11,11 @@
  *     tool results (and after a todo reminder, which is already there)
  *
  * The flag is added to s01's `bash` through `extendTool`, so bash.ts is not edited; jobs run
- * through the same `runCommand` as foreground calls, with a 600 s timeout. Nothing wakes an
- * idle agent: a job that ends between turns rides in the next turn's message. When the
- * session ends, every running job's process group is ended (SIGTERM, then SIGKILL).
+ * through the same `runCommand` as foreground calls, with a 600 s timeout. From s15 a job
+ * that ends while the agent is idle wakes it once: a background turn whose message is the
+ * notifications (chapters/edits.json); one that ends during a turn rides in that turn's
+ * next request, and the wake finds nothing left and is skipped. When the session ends,
+ * every running job's process group is ended (SIGTERM, then SIGKILL).
  */
 import type { ChildProcess } from "node:child_process";
 import type Anthropic from "@anthropic-ai/sdk";
@@ -75,6 +77,8 @@ export interface JobsOptions {
   say?: (text: string) => void;
   /** Records a job's start in the session transcript. */
   log?: (title: string, text: string) => void;
+  /** Told when a job has ended and waits to be delivered (s15 wakes the agent). */
+  onEnded?: () => void;
 }
 
 /** The jobs of this process: IDs, statuses, and the queue of ended ones not yet delivered. */
@@ -127,6 +131,7 @@ export class BackgroundJobs {
         job.result = output.content;
         job.endedAt = Date.now();
         this.ready.push(id);
+        this.options.onEnded?.();
       });
     this.running.add(work);
     void work.finally(() => this.running.delete(work));
@@ -260,11 +265,20 @@ function preview(command: string): string {
 export function backgroundMechanism(
   harness: Pick<Harness, "env" | "workdir" | "printer" | "log">,
 ): Mechanism {
+  // One wake waits in the REPL's queue at most; it is spent when its turn is dequeued.
+  let wake: ((text: string) => void) | null = null;
+  let waking = false;
+  let lastRequest = "";
   const jobs = new BackgroundJobs({
     workdir: harness.workdir,
     timeoutMs: positiveIntVar(harness.env, "BACKGROUND_TIMEOUT_MS", BACKGROUND_TIMEOUT_MS),
     say: (text) => harness.printer.line(text, "dim"),
     log: (title, text) => harness.log.transcript(title, text),
+    onEnded: () => {
+      if (waking || !wake) return;
+      waking = true;
+      wake("");
+    },
   });
   const seams: LoopSeams = {
     async beforeModelCall(messages, run) {
@@ -287,6 +301,33 @@ export function backgroundMechanism(
         : tool,
     sections: (role) => (role === "main" ? [backgroundSection()] : []),
     loop: (run) => (run.role === "main" ? seams : null),
+    turn: {
+      beforeTurn: async (turn) => {
+        if (turn.kind === "user") lastRequest = turn.request;
+      },
+    },
+    sources: [
+      {
+        kind: "background",
+        start: (push) => {
+          wake = push;
+        },
+        // The notifications the running turn did not take; none left: no turn.
+        turn: async () => {
+          waking = false;
+          const ended = jobs.collect();
+          if (ended.length === 0) return null;
+          const ids = ended.map((job) => `${job.id} ${job.status}`).join(", ");
+          harness.printer.line(`[wake: ${ids} -> new turn]`, "accent");
+          harness.log.transcript("BACKGROUND WAKE", ended.map(notificationText).join("\n"));
+          return {
+            kind: "background",
+            request: lastRequest,
+            content: ended.map((job) => ({ type: "text" as const, text: notificationText(job) })),
+          };
+        },
+      },
+    ],
     commands: {
       bg: {
         description: "list this session's background jobs",
