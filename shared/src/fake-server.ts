@@ -477,16 +477,57 @@ function toContentBlock(block: ScriptedBlock, nextId: () => string): Anthropic.C
   }
 }
 
-function buildUsage(reply: ScriptedReply, rawBody: string): Anthropic.Usage {
+/** Tokens the fake API counts for `chars` characters of a request (about 4 per token). */
+const tokensOf = (chars: number) => Math.ceil(chars / 4);
+
+/** What a request read from and wrote to the fake prompt cache, in tokens. */
+interface CacheUse {
+  read: number;
+  write: number;
+}
+
+/**
+ * The prompt cache as the API keeps it, by prefix: the request's parts in the API's order
+ * (tools, system blocks, then each message's blocks), and at every block that carries
+ * `cache_control` the prefix up to and including it. The longest prefix already cached is
+ * read; the longest breakpoint's prefix, when it is new, is written (beyond what was read).
+ * Every breakpoint's prefix is cached from then on.
+ */
+function useCache(request: MessageRequest, cache: Set<string>): CacheUse {
+  const parts: unknown[] = [];
+  const prefixes: string[] = [];
+  const visit = (part: unknown) => {
+    parts.push(part);
+    if (cacheMarks(part)) prefixes.push(JSON.stringify(parts));
+  };
+  for (const tool of request.tools ?? []) visit(tool);
+  if (Array.isArray(request.system)) for (const block of request.system) visit(block);
+  else if (request.system) parts.push(request.system);
+  for (const message of request.messages) {
+    parts.push(message.role);
+    if (typeof message.content === "string") parts.push(message.content);
+    else for (const block of message.content) visit(block);
+  }
+  let read = 0;
+  for (const prefix of prefixes) if (cache.has(prefix)) read = tokensOf(prefix.length);
+  const longest = prefixes.at(-1);
+  const write = longest && !cache.has(longest) ? Math.max(0, tokensOf(longest.length) - read) : 0;
+  for (const prefix of prefixes) cache.add(prefix);
+  return { read, write };
+}
+
+function buildUsage(reply: ScriptedReply, rawBody: string, cached?: CacheUse): Anthropic.Usage {
   const outputChars = reply.content.reduce((sum, b) => sum + blockChars(b), 0);
   const thinkingChars = reply.content.reduce(
     (sum, b) => sum + (b.type === "thinking" ? b.thinking.length : 0),
     0,
   );
-  const input = reply.usage?.input_tokens ?? Math.max(1, Math.ceil(rawBody.length / 4));
+  const cacheRead = reply.usage?.cache_read_input_tokens ?? cached?.read ?? 0;
+  const cacheCreation = reply.usage?.cache_creation_input_tokens ?? cached?.write ?? 0;
+  // As the API counts: input_tokens are the tokens after the last cache breakpoint.
+  const input =
+    reply.usage?.input_tokens ?? Math.max(1, tokensOf(rawBody.length) - cacheRead - cacheCreation);
   const output = reply.usage?.output_tokens ?? Math.max(1, Math.ceil(outputChars / 4));
-  const cacheRead = reply.usage?.cache_read_input_tokens ?? 0;
-  const cacheCreation = reply.usage?.cache_creation_input_tokens ?? 0;
   return {
     input_tokens: input,
     output_tokens: output,
@@ -509,6 +550,7 @@ function buildMessage(
   model: string,
   rawBody: string,
   nextId: () => string,
+  cached?: CacheUse,
 ): Anthropic.Message {
   return {
     id: randomId("msg_"),
@@ -521,7 +563,7 @@ function buildMessage(
     stop_details: null,
     container: null,
     diagnostics: null,
-    usage: buildUsage(reply, rawBody),
+    usage: buildUsage(reply, rawBody, cached),
   };
 }
 
@@ -718,6 +760,8 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
   const requests: ReceivedRequest[] = [];
   const faults: (ScriptedError | ScriptedDrop)[] = [];
   const sockets = new Set<Socket>();
+  /** Cached prompt prefixes (useCache): for the life of the server, as a 5-minute cache is. */
+  const promptCache = new Set<string>();
   const nextToolUseId = toolUseIdGenerator("FakeServer");
   const model = opts.model;
   const answerFor =
@@ -822,7 +866,8 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
       return;
     }
     const reply = withToolUseIds(answer, nextToolUseId);
-    const message = buildMessage(reply, request.model, rawBody, nextToolUseId);
+    const cached = useCache(request, promptCache);
+    const message = buildMessage(reply, request.model, rawBody, nextToolUseId, cached);
     if (streaming) await streamReply(res, message);
     else sendJson(res, 200, message, randomId("req_"));
   }

@@ -940,3 +940,51 @@ describe("fake server: faults", () => {
     expect(await pending).toBeInstanceOf(APIConnectionError);
   });
 });
+
+describe("fake server: the prompt cache", () => {
+  it("writes a breakpoint's prefix once, reads it back, and writes only what a longer one adds", async () => {
+    const server = await start([
+      { reply: reply(text("a")) },
+      { reply: reply(text("b")) },
+      { reply: reply(text("c")) },
+      { reply: reply(text("d")) },
+    ]);
+    const client = clientFor(server);
+    const stable = "You are a careful agent. ".repeat(40);
+    const system = [
+      { type: "text" as const, text: stable, cache_control: { type: "ephemeral" as const } },
+    ];
+    const ask = (messages: Anthropic.MessageParam[], cached = true) =>
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 10,
+        tools: TOOLS,
+        system: cached ? system : stable,
+        messages,
+      });
+    const first = await ask([{ role: "user", content: "hi" }]);
+    expect(first.usage.cache_read_input_tokens).toBe(0);
+    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(stable.length / 4);
+    const second = await ask([{ role: "user", content: "hello again" }]);
+    expect(second.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
+    expect(second.usage.cache_creation_input_tokens).toBe(0);
+    // A second breakpoint on the newest message: the system part is read, the rest written.
+    const marked = {
+      role: "user" as const,
+      content: [
+        {
+          type: "text" as const,
+          text: "more ".repeat(50),
+          cache_control: { type: "ephemeral" as const },
+        },
+      ],
+    };
+    const third = await ask([marked]);
+    expect(third.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
+    expect(third.usage.cache_creation_input_tokens).toBeGreaterThan(50);
+    // No breakpoint: nothing read or written, everything is input.
+    const plain = await ask([{ role: "user", content: "hi" }], false);
+    expect(plain.usage.cache_read_input_tokens).toBe(0);
+    expect(plain.usage.cache_creation_input_tokens).toBe(0);
+  });
+});
