@@ -22,6 +22,29 @@
  * Every seam gets the run's context: its scope and role, the turn's abort signal, the
  * active request, the system prompt and tools of this run. docs/architecture.md shows
  * which chapter uses which seam.
+ *
+ * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
+ * above is the composition; the mechanisms keep their own files):
+ *
+ *   a. injections       the todo reminder (s05, afterResults of the round before), then
+ *                       background notifications (s11, beforeModelCall); a turn's input,
+ *                       scheduled text or team events are its first user message
+ *   b. prompt and pool  the system prompt rebuilt (memory's sections, the clock) and the
+ *                       tool pool (MCP servers, s14, beforeModelCall)
+ *   c. compaction       the layers L3, L1, L2 and, still too large, L4, on the history as
+ *                       it will be sent (s08, aroundModelCall, outermost of the wrappers)
+ *   d. the model call   streamed for the main agent; on prompt-too-long one reactive
+ *                       compaction (s08, same wrapper); every call through the recovery
+ *                       layer's retries and fallback (s15, extendClient)
+ *   e. max_tokens       redo once at 16 000, then keep (s15, aroundModelCall)
+ *   f. no tool_use      Stop hooks (s04) and max_tokens continuations (s15), onStop; then
+ *                       the turn ends, and memory extraction (s09) runs after it, in the
+ *                       REPL's afterTurn
+ *   g. each tool_use    in order: parse, the gates (permissions, then PreToolUse hooks,
+ *                       beforeToolCall), the handler (a background job, s11), PostToolUse
+ *                       (afterToolCall); one user message with every result and the text
+ *                       that rides with them (afterResults); a `compact` request is served
+ *                       after the batch (s08, afterBatch)
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
