@@ -528,6 +528,51 @@ SCENARIOS.s14 = {
   },
 };
 
+/** s15's run: the faults a real service has, recovered from in one session. */
+const lastIs = (line: string) => (r: Request) =>
+  withTools(r) && JSON.stringify(r.messages.at(-1)).includes(line);
+const soon = { headers: { "retry-after-ms": "1" } };
+SCENARIOS.s15 = {
+  title:
+    "recovers from 529s (with the fallback model), a 500, a stream cut mid-message and a max_tokens stop",
+  input: "summarise\nlong one\n",
+  env: { ANTHROPIC_API_KEY: "cli-key", FALLBACK_MODEL_ID: "claude-fallback-1" },
+  steps: [
+    { when: lastIs("summarise"), reply: apiError(529, "overloaded_error", "Overloaded", soon) },
+    { when: lastIs("summarise"), reply: apiError(529, "overloaded_error", "Overloaded", soon) },
+    { when: lastIs("summarise"), reply: reply(text("Summary from the fallback.")) },
+    { when: lastIs("long one"), reply: apiError(500, "api_error", "Internal error", soon) },
+    { when: lastIs("long one"), reply: { fault: "drop", afterEvents: 4 } },
+    {
+      when: lastIs("long one"),
+      reply: { ...reply(text("The first half")), stop_reason: "max_tokens" },
+    },
+    { when: lastIs("long one"), reply: reply(text("The long answer, whole.")) },
+  ],
+  check({ stdout, requests }) {
+    for (const line of [
+      "[retry] overloaded (529); attempt 2 of 4 in 0.0 s",
+      "[fallback] 2 overloaded answers in a row: the rest of this turn uses claude-fallback-1",
+      "Summary from the fallback.",
+      "[retry] server error (500); attempt 2 of 4 in 0.0 s",
+      "[retry] the stream ended before the answer did; attempt 3 of 4 in ",
+      "[max_tokens] the reply hit 8000 tokens: asking again with 16000",
+      "The long answer, whole.",
+    ]) {
+      expect(stdout).toContain(line);
+    }
+    const main = requests.filter(withTools);
+    expect(main.map((r) => r.model)).toEqual([
+      "claude-sonnet-4-6",
+      "claude-sonnet-4-6",
+      "claude-fallback-1",
+      ...Array(4).fill("claude-sonnet-4-6"),
+    ]);
+    expect(main.map((r) => r.max_tokens)).toEqual([...Array(6).fill(8000), 16000]);
+    expect(main.every((r) => "stream" in r && r.stream === true)).toBe(true);
+  },
+};
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   const files = typeof scenario.files === "function" ? scenario.files(workdir) : scenario.files;
   writeFiles(workdir, files ?? {});
