@@ -916,4 +916,20 @@ export const MUTATIONS: Mutation[] = [
     description: "a job that ends while the agent is idle wakes nobody",
     tests: ["background.test.ts"],
   },
+  {
+    id: "s15-cost-past-four",
+    file: `${S15}/cost.ts`,
+    search: "  const messages = room > 0 ? markConversation(params.messages) : params.messages;",
+    replace: "  const messages = markConversation(params.messages);",
+    description: "the conversation breakpoint is added even when four are there already",
+    tests: ["cost.test.ts"],
+  },
+  {
+    id: "s15-cost-system-whole",
+    file: `${S15}/cost.ts`,
+    search: "  const stable = stableLength(system) ?? system.length;",
+    replace: "  const stable = system.length;",
+    description: "the system breakpoint goes after the dynamic sections too (the cache never hits)",
+    tests: ["cost.test.ts"],
+  },
 ];

@@ -31,8 +31,14 @@ export interface ReceivedRequest {
   /** The path without its query string, e.g. "/v1/messages". */
   path: string;
   headers: Record<string, string | string[] | undefined>;
+  /** The body exactly as sent. */
   rawBody: string;
-  /** The parsed JSON body, or undefined when the body is not JSON. */
+  /**
+   * The parsed JSON body, or undefined when the body is not JSON. For a request the server
+   * accepted, prompt-cache markers are taken out (`withoutCacheMarks`): the request as the
+   * harness's mechanisms wrote it, before s15 marked it for caching. The scripted model sees
+   * the same; `rawBody` keeps the markers.
+   */
   body: unknown;
   /**
    * Why the server refused the request before consulting the script (the error message of a
@@ -480,6 +486,40 @@ function toContentBlock(block: ScriptedBlock, nextId: () => string): Anthropic.C
 /** Tokens the fake API counts for `chars` characters of a request (about 4 per token). */
 const tokensOf = (chars: number) => Math.ceil(chars / 4);
 
+/**
+ * `request` without its prompt-cache markers: every `cache_control` removed, and a system
+ * prompt sent as text blocks joined back into one string (blank lines between, as the
+ * prompt's sections are joined). For a request whose system was already a string this is
+ * the request itself.
+ */
+export function withoutCacheMarks(request: MessageRequest): MessageRequest {
+  const bare = <T>(value: T): T => {
+    if (!isObject(value) || !("cache_control" in value)) return value;
+    const { cache_control: _, ...rest } = value;
+    return rest as T;
+  };
+  const blocks = (content: unknown) =>
+    Array.isArray(content)
+      ? content.map((block) =>
+          isObject(block) && Array.isArray(block.content)
+            ? { ...bare(block), content: block.content.map(bare) }
+            : bare(block),
+        )
+      : content;
+  const system = Array.isArray(request.system)
+    ? request.system.map((block) => block.text).join("\n\n")
+    : request.system;
+  return {
+    ...request,
+    ...(system === undefined ? {} : { system }),
+    ...(request.tools ? { tools: request.tools.map(bare) } : {}),
+    messages: request.messages.map((message) => ({
+      ...message,
+      content: blocks(message.content),
+    })) as MessageRequest["messages"],
+  };
+}
+
 /** What a request read from and wrote to the fake prompt cache, in tokens. */
 interface CacheUse {
   read: number;
@@ -826,7 +866,9 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
     }
     const problem = validateMessageRequest(record.body);
     if (problem !== null) return refuse(400, "invalid_request_error", problem);
-    const request = record.body as MessageRequest;
+    const sent = record.body as MessageRequest;
+    const request = withoutCacheMarks(sent);
+    record.body = request;
     if (opts.knownModels && !opts.knownModels.includes(request.model)) {
       return refuse(404, "not_found_error", `model: ${request.model}`);
     }
@@ -866,7 +908,7 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
       return;
     }
     const reply = withToolUseIds(answer, nextToolUseId);
-    const cached = useCache(request, promptCache);
+    const cached = useCache(sent, promptCache);
     const message = buildMessage(reply, request.model, rawBody, nextToolUseId, cached);
     if (streaming) await streamReply(res, message);
     else sendJson(res, 200, message, randomId("req_"));

@@ -6,15 +6,22 @@
  *        again (at most 3 times; backoff with jitter, or retry-after); two 529s in a row
  *        switch the rest of the turn to FALLBACK_MODEL_ID
  *
+ *   the main agent's replies stream; Ctrl-C cancels the turn and keeps the session; a reply
+ *        cut off at max_tokens is redone at 16 000; a finished background job wakes the agent
+ *   every request carries prompt-cache breakpoints (the stable system prompt, the
+ *        conversation so far)
+ *
  * Run it:  pnpm --filter s15 start    (no key configured: the offline demo runs)
  *          pnpm --filter s15 demo
- * New here: recovery.ts (the retry layer, around the model client through extendClient),
- * one line in the list below.
+ * New here: recovery.ts (retries, fallback, max_tokens), interrupt.ts (history repair),
+ * cost.ts (prompt caching), two lines in the list below; loop.ts, repl.ts and
+ * background.ts are edited on purpose (chapters/edits.json).
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
 import { bashMechanism } from "./bash.ts";
 import { compactMechanism } from "./compact.ts";
+import { costMechanism } from "./cost.ts";
 import { cronMechanism } from "./cron.ts";
 import { runHarness } from "./harness.ts";
 import { hooksMechanism } from "./hooks.ts";
@@ -47,6 +54,7 @@ export function main(io: MainIO): Promise<number> {
     cronMechanism(harness),
     teamsMechanism(harness),
     mcpMechanism(harness),
+    costMechanism(),
     recoveryMechanism(harness),
   ]);
 }

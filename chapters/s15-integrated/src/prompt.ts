@@ -3,6 +3,8 @@
  * each mechanism's sections in list order; sections that change during a session
  * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
  * cacheable. Each mechanism file owns its section; this file only puts them in order.
+ * From s15 it also remembers where a built prompt's stable part ends (`stableLength`), so
+ * the cache breakpoint (cost.ts) goes right after it.
  */
 import type { Role } from "./loop.ts";
 import type { Mechanism } from "./mechanism.ts";
@@ -21,10 +23,23 @@ export function identitySection(workdir: string): PromptSection {
   };
 }
 
+/** Where the stable part ends, for the prompts built lately (a few agents, a few versions). */
+const stableEnds = new Map<string, number>();
+const REMEMBERED_PROMPTS = 64;
+
 export function buildSystemPrompt(sections: PromptSection[]): string {
   const stable = sections.filter((section) => !section.dynamic);
   const dynamic = sections.filter((section) => section.dynamic);
-  return [...stable, ...dynamic].map((section) => section.text).join("\n\n");
+  const prompt = [...stable, ...dynamic].map((section) => section.text).join("\n\n");
+  stableEnds.delete(prompt);
+  stableEnds.set(prompt, stable.map((section) => section.text).join("\n\n").length);
+  if (stableEnds.size > REMEMBERED_PROMPTS) stableEnds.delete(stableEnds.keys().next().value!);
+  return prompt;
+}
+
+/** How many leading characters of `prompt` are stable sections, if this file built it. */
+export function stableLength(prompt: string): number | null {
+  return stableEnds.get(prompt) ?? null;
 }
 
 /** The system prompt of an agent of `role`: identity, then every mechanism's sections. */

@@ -1,0 +1,108 @@
+/**
+ * What the session spends (s15), starting with spending less: prompt caching. Every model
+ * call goes out with cache breakpoints (`cache_control`), at most four per request, the
+ * API's limit:
+ *
+ *   system    [stable sections ◆][dynamic sections]
+ *   messages  … [a block ◆] [the newest message]        ◆ = a breakpoint: the prefix up to
+ *                                                           it is cached, and a later request
+ *                                                           that repeats it reads it back
+ *
+ * The stable sections come first in every prompt (prompt.ts), so the system part is read
+ * back on every call after the first. The second breakpoint goes on the newest message's
+ * last block, or, when that message is plain text (a typed line), on the last block before
+ * it: the conversation so far is then read back on the next round. The usage line shows the
+ * cache's reads and writes.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { MessageParams, ModelClient } from "shared";
+import type { Mechanism } from "./mechanism.ts";
+import { stableLength } from "./prompt.ts";
+
+type MessageParam = Anthropic.MessageParam;
+type Block = Anthropic.ContentBlockParam;
+
+/** The API's limit of blocks with cache_control in one request. */
+export const MAX_CACHE_BREAKPOINTS = 4;
+const EPHEMERAL = { type: "ephemeral" } as const;
+
+const marked = (value: unknown) =>
+  typeof value === "object" && value !== null && "cache_control" in value && !!value.cache_control;
+
+/** Breakpoints `params` already carries (system blocks, tools, message blocks). */
+function marks(params: MessageParams): number {
+  const blocks = [
+    ...(Array.isArray(params.system) ? params.system : []),
+    ...(params.tools ?? []),
+    ...params.messages.flatMap((message) =>
+      typeof message.content === "string" ? [] : message.content,
+    ),
+  ];
+  return blocks.filter(marked).length;
+}
+
+/** The system prompt as blocks: the stable part with a breakpoint, then the rest. */
+function systemBlocks(system: string): Anthropic.TextBlockParam[] {
+  const stable = stableLength(system) ?? system.length;
+  if (stable === 0) return [{ type: "text", text: system }];
+  const head: Anthropic.TextBlockParam = {
+    type: "text",
+    text: system.slice(0, stable),
+    cache_control: EPHEMERAL,
+  };
+  // The sections are joined by a blank line; read in order, the blocks say the same.
+  const rest = system.slice(stable).replace(/^\n\n/, "");
+  return rest ? [head, { type: "text", text: rest }] : [head];
+}
+
+/** The messages with a breakpoint on the last block that can carry one (copies only). */
+function markConversation(messages: MessageParam[]): MessageParam[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    // A plain-text message stays as it is; the breakpoint goes on the block before it.
+    if (typeof message.content === "string") continue;
+    const end = message.content.at(-1);
+    // Thinking blocks take no cache_control.
+    if (!end || end.type === "thinking" || end.type === "redacted_thinking") return messages;
+    const content = [
+      ...message.content.slice(0, -1),
+      { ...end, cache_control: EPHEMERAL } as Block,
+    ];
+    return [
+      ...messages.slice(0, i),
+      { ...message, content } as MessageParam,
+      ...messages.slice(i + 1),
+    ];
+  }
+  return messages;
+}
+
+/** `params` with the system and conversation breakpoints, within the API's limit of four. */
+export function withCacheBreakpoints(params: MessageParams): MessageParams {
+  let room = MAX_CACHE_BREAKPOINTS - marks(params);
+  let system = params.system;
+  if (typeof system === "string" && system !== "" && room > 0) {
+    system = systemBlocks(system);
+    if (system.some(marked)) room--;
+  }
+  const messages = room > 0 ? markConversation(params.messages) : params.messages;
+  return { ...params, ...(system === undefined ? {} : { system }), messages };
+}
+
+/** Every call of `client` with cache breakpoints. */
+export function cachingClient(client: ModelClient): ModelClient {
+  const stream = client.stream?.bind(client);
+  return {
+    create: (params, options) => client.create(withCacheBreakpoints(params), options),
+    ...(stream
+      ? { stream: (params, options) => stream(withCacheBreakpoints(params), options) }
+      : {}),
+  };
+}
+
+export function costMechanism(): Mechanism {
+  return {
+    name: "cost",
+    extendClient: (client) => cachingClient(client),
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * Prompt caching (s15, cost.ts): the breakpoints every model call carries (the stable part
+ * of the system prompt, the conversation so far), never more than the API's four, and, run
+ * through the chapter against the fake API's prefix cache, reads that show on the usage line.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { reply, text, toolUse } from "shared/testing";
+import { beforeAll, describe, expect, it } from "vitest";
+import type * as CostModule from "../chapters/s15-integrated/src/cost.ts";
+import type * as PromptModule from "../chapters/s15-integrated/src/prompt.ts";
+import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { afterTools, runChapter } from "./helpers/run.ts";
+
+type Params = Anthropic.MessageCreateParamsNonStreaming;
+const EPHEMERAL = { type: "ephemeral" };
+const marks = (body: unknown) => JSON.stringify(body).split('"cache_control"').length - 1;
+
+describe.each(moduleVersions("s15", ["cost.ts", "prompt.ts"]))(
+  "$id cache breakpoints",
+  (chapter) => {
+    let cost: typeof CostModule;
+    let prompt: typeof PromptModule;
+    beforeAll(async () => {
+      cost = await importChapter<typeof CostModule>(chapter, "cost.ts");
+      prompt = await importChapter<typeof PromptModule>(chapter, "prompt.ts");
+    });
+    const base = (messages: Anthropic.MessageParam[], system: Params["system"]): Params => ({
+      model: "m",
+      max_tokens: 10,
+      system,
+      messages,
+    });
+
+    it("cuts the system prompt after its stable sections and marks that part only", () => {
+      const system = prompt.buildSystemPrompt([
+        { id: "a", text: "Stable one." },
+        { id: "clock", text: "Time: now.", dynamic: true },
+        { id: "b", text: "Stable two." },
+      ]);
+      const sent = cost.withCacheBreakpoints(base([{ role: "user", content: "hi" }], system));
+      expect(sent.system).toEqual([
+        { type: "text", text: "Stable one.\n\nStable two.", cache_control: EPHEMERAL },
+        { type: "text", text: "Time: now." },
+      ]);
+      // A prompt this file did not build is cached whole.
+      const other = cost.withCacheBreakpoints(
+        base([{ role: "user", content: "hi" }], "Summarise."),
+      );
+      expect(other.system).toEqual([
+        { type: "text", text: "Summarise.", cache_control: EPHEMERAL },
+      ]);
+    });
+
+    it("marks the newest message's last block, or the block before a typed line, and copies", () => {
+      const results: Anthropic.MessageParam = {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: "a" },
+          { type: "text", text: "<reminder>x</reminder>" },
+        ],
+      };
+      const call: Anthropic.MessageParam = {
+        role: "assistant",
+        content: [toolUse("bash", { command: "ls" }, "toolu_1") as Anthropic.ToolUseBlockParam],
+      };
+      const history: Anthropic.MessageParam[] = [{ role: "user", content: "go" }, call, results];
+      const before = JSON.stringify(history);
+      const sent = cost.withCacheBreakpoints(base(history, "S"));
+      expect(sent.messages[2]!.content).toEqual([
+        { type: "tool_result", tool_use_id: "toolu_1", content: "a" },
+        { type: "text", text: "<reminder>x</reminder>", cache_control: EPHEMERAL },
+      ]);
+      expect(JSON.stringify(history)).toBe(before);
+      // A typed line stays a string: the breakpoint goes on the block before it.
+      const typed = cost.withCacheBreakpoints(
+        base(
+          [
+            ...history,
+            { role: "assistant", content: [{ type: "text", text: "ok" }] },
+            { role: "user", content: "next" },
+          ],
+          "S",
+        ),
+      );
+      expect(typed.messages.at(-1)).toEqual({ role: "user", content: "next" });
+      expect(typed.messages.at(-2)!.content).toEqual([
+        { type: "text", text: "ok", cache_control: EPHEMERAL },
+      ]);
+    });
+
+    it("never goes past four breakpoints, and never marks a thinking block", () => {
+      const marked = (n: number): Anthropic.MessageParam => ({
+        role: "user",
+        content: Array.from({ length: n }, (_, i) => ({
+          type: "text" as const,
+          text: `t${i}`,
+          cache_control: { type: "ephemeral" as const },
+        })),
+      });
+      const answer: Anthropic.MessageParam = {
+        role: "assistant",
+        content: [{ type: "text", text: "ok" }],
+      };
+      // Three already there: the system part takes the fourth, the conversation gets none.
+      expect(marks(cost.withCacheBreakpoints(base([marked(3), answer], "S")))).toBe(4);
+      // Four already there: nothing is added.
+      const full = cost.withCacheBreakpoints(base([marked(4), answer], "S"));
+      expect(marks(full)).toBe(4);
+      expect(full.system).toBe("S");
+      const thinking: Anthropic.MessageParam = {
+        role: "assistant",
+        content: [{ type: "thinking", thinking: "hm", signature: "s" }],
+      };
+      const sent = cost.withCacheBreakpoints(
+        base([{ role: "user", content: "go" }, thinking], "S"),
+      );
+      expect(sent.messages[1]).toEqual(thinking);
+    });
+  },
+);
+
+describe.concurrent.each(chaptersFrom("s15"))(
+  "$id prompt caching through the chapter",
+  (chapter) => {
+    it("sends every request with its breakpoints, and the next round reads the prefix back", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["look", "again"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo hi" })) },
+          { when: afterTools, reply: reply(text("looked")) },
+          { reply: reply(text("again")) },
+        ],
+      });
+      const sent = run.received.map((r) => JSON.parse(r.rawBody) as Params);
+      expect(sent).toHaveLength(3);
+      for (const body of sent) {
+        expect(Array.isArray(body.system)).toBe(true);
+        const [stable] = body.system as Anthropic.TextBlockParam[];
+        expect(stable!.cache_control).toEqual(EPHEMERAL);
+        expect(stable!.text).toMatch(/^You are a coding agent at /);
+        expect(marks(body)).toBeLessThanOrEqual(4);
+      }
+      // Round 2 marks its tool results; the typed line of turn 2 leaves the mark before it.
+      expect(JSON.stringify(sent[1]!.messages.at(-1))).toContain('"cache_control"');
+      expect(sent[2]!.messages.at(-1)).toEqual({ role: "user", content: "again" });
+      // The first call writes the cache; the later ones read the prefix back.
+      const usage = run.output.split("\n").filter((line) => line.startsWith("[usage]"));
+      expect(usage[0]).toMatch(/cache read \d+, cache write \d+ \(2 calls\)/);
+      expect(usage[1]).toMatch(/cache read \d+/);
+      // The model's view is the request without the markers.
+      expect(typeof run.requests[0]!.system).toBe("string");
+    });
+  },
+);
