@@ -932,4 +932,12 @@ export const MUTATIONS: Mutation[] = [
     description: "the system breakpoint goes after the dynamic sections too (the cache never hits)",
     tests: ["cost.test.ts"],
   },
+  {
+    id: "s15-cost-cache-reads-at-input-price",
+    file: `${S15}/cost.ts`,
+    search: "    perToken(price.cacheRead, numbers.cacheRead)",
+    replace: "    perToken(price.input, numbers.cacheRead)",
+    description: "cache reads are charged at the full input price",
+    tests: ["cost.test.ts"],
+  },
 ];

@@ -119,6 +119,30 @@ describe.each(moduleVersions("s15", ["cost.ts", "prompt.ts"]))(
   },
 );
 
+describe.each(moduleVersions("s15", ["cost.ts"]))("$id prices", (chapter) => {
+  let cost: typeof CostModule;
+  beforeAll(async () => {
+    cost = await importChapter<typeof CostModule>(chapter, "cost.ts");
+  });
+
+  it("prices input, output, cache writes and reads per million tokens, by model family", () => {
+    const numbers = {
+      input: 1_000_000,
+      output: 100_000,
+      cacheWrite: 200_000,
+      cacheRead: 2_000_000,
+      calls: 3,
+    };
+    // Sonnet 4.x: 3 + 1.5 + 0.75 + 0.6
+    expect(cost.dollars("claude-sonnet-4-6", numbers)).toBeCloseTo(5.85, 10);
+    expect(cost.dollars("claude-haiku-4-5-20251001", numbers)).toBeCloseTo(1.95, 10);
+    // Opus 4.1 keeps the old tier; Opus 4.5 on has the new one.
+    expect(cost.priceOf("claude-opus-4-1")?.input).toBe(15);
+    expect(cost.priceOf("claude-opus-4-5")?.input).toBe(5);
+    expect(cost.dollars("some-local-model", numbers)).toBeNull();
+  });
+});
+
 describe.concurrent.each(chaptersFrom("s15"))(
   "$id prompt caching through the chapter",
   (chapter) => {
@@ -149,6 +173,25 @@ describe.concurrent.each(chaptersFrom("s15"))(
       expect(usage[1]).toMatch(/cache read \d+/);
       // The model's view is the request without the markers.
       expect(typeof run.requests[0]!.system).toBe("string");
+      // Each usage line ends with the turn's price; the session's totals close the run.
+      expect(usage[0]).toMatch(/ · \$0\.\d{4}$/);
+      expect(run.output).toMatch(
+        /\[cost\] session: in \d+ \/ out \d+ tokens, cache read \d+, cache write \d+ \(3 calls\) · \$0\.\d{4}; prices as of \d{4}-\d\d-\d\d\n/,
+      );
+    });
+
+    it("counts a model without a price in tokens only, and /cost prints the totals", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["hi", "/cost"],
+        env: { MODEL_ID: "local-model-7b" },
+        steps: [{ reply: reply(text("hello")) }],
+      });
+      const usage = run.output.split("\n").find((line) => line.startsWith("[usage]"));
+      expect(usage).toMatch(/ · no price for local-model-7b$/);
+      expect(usage).not.toContain("$");
+      expect(run.output).toMatch(
+        /\ns15 >> \/cost\n\[cost\] session: in \d+ \/ out \d+ tokens.* \(1 call\) · no price for local-model-7b; prices as of /,
+      );
     });
   },
 );

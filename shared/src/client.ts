@@ -102,7 +102,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
         ...(callOptions.maxRetries === undefined ? {} : { maxRetries: callOptions.maxRetries }),
       });
       options.log.record("response", message, scope);
-      options.usage.add(scope, message.usage);
+      options.usage.add(scope, message.usage, message.model);
       return message;
     } catch (error) {
       options.log.record("api_error", describeApiError(error, params.model), scope);

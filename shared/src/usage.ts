@@ -19,24 +19,53 @@ export interface ApiUsage {
 
 const zero = (): UsageNumbers => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, calls: 0 });
 
+/** What tokens of one model cost, in dollars, or null for a model without a price. */
+export type Pricing = (model: string, numbers: UsageNumbers) => number | null;
+
 export class UsageMeter {
   private turn = new Map<string, UsageNumbers>();
   private session = new Map<string, UsageNumbers>();
+  private turnByModel = new Map<string, UsageNumbers>();
+  private sessionByModel = new Map<string, UsageNumbers>();
+  /** Set by s15's cost.ts: the usage line then ends with the turn's price. */
+  pricing: Pricing | null = null;
 
-  add(scope: string, usage: ApiUsage): void {
-    for (const table of [this.turn, this.session]) {
-      const entry = table.get(scope) ?? zero();
+  add(scope: string, usage: ApiUsage, model?: string): void {
+    const tables: Array<[Map<string, UsageNumbers>, string]> = [
+      [this.turn, scope],
+      [this.session, scope],
+    ];
+    if (model) tables.push([this.turnByModel, model], [this.sessionByModel, model]);
+    for (const [table, key] of tables) {
+      const entry = table.get(key) ?? zero();
       entry.input += usage.input_tokens;
       entry.output += usage.output_tokens;
       entry.cacheRead += usage.cache_read_input_tokens ?? 0;
       entry.cacheWrite += usage.cache_creation_input_tokens ?? 0;
       entry.calls += 1;
-      table.set(scope, entry);
+      table.set(key, entry);
     }
   }
 
   startTurn(): void {
     this.turn = new Map();
+    this.turnByModel = new Map();
+  }
+
+  /**
+   * The price of the turn's or the session's calls, over the models `pricing` knows, and
+   * the models it does not (their tokens are counted, not priced); null without pricing.
+   */
+  cost(of: "turn" | "session"): { dollars: number; unpriced: string[] } | null {
+    if (!this.pricing) return null;
+    let dollars = 0;
+    const unpriced: string[] = [];
+    for (const [model, numbers] of of === "turn" ? this.turnByModel : this.sessionByModel) {
+      const price = this.pricing(model, numbers);
+      if (price === null) unpriced.push(model);
+      else dollars += price;
+    }
+    return { dollars, unpriced };
   }
 
   turnTotals(): UsageNumbers {
@@ -66,8 +95,18 @@ export class UsageMeter {
     const others = [...this.turn.entries()].filter(([scope]) => scope !== "main");
     const detail = others.map(([scope, n]) => `${scope}: ${n.calls}`).join(", ");
     line += ` (${total.calls} call${total.calls === 1 ? "" : "s"}${detail ? `; ${detail}` : ""})`;
+    const cost = this.cost("turn");
+    if (cost) line += formatCost(cost);
     return line;
   }
+}
+
+/** ` · $0.0123`, and the models without a price, if any. */
+export function formatCost(cost: { dollars: number; unpriced: string[] }): string {
+  const dollars =
+    cost.dollars > 0 || cost.unpriced.length === 0 ? ` · $${cost.dollars.toFixed(4)}` : "";
+  const unpriced = cost.unpriced.length > 0 ? ` · no price for ${cost.unpriced.join(", ")}` : "";
+  return `${dollars}${unpriced}`;
 }
 
 function sum(entries: Iterable<UsageNumbers>): UsageNumbers {

@@ -13,9 +13,21 @@
  * last block, or, when that message is plain text (a typed line), on the last block before
  * it: the conversation so far is then read back on the next round. The usage line shows the
  * cache's reads and writes.
+ *
+ * Then, what it cost: a dated local price table per model (input, output, 5-minute cache
+ * write, cache read, in dollars per million tokens). The usage line ends with the turn's
+ * price, `/cost` prints the session's totals and so does the end of the session; a model
+ * not in the table is counted in tokens only.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import type { MessageParams, ModelClient } from "shared";
+import {
+  formatCost,
+  type MessageParams,
+  type ModelClient,
+  type Printer,
+  type UsageMeter,
+  type UsageNumbers,
+} from "shared";
 import type { Mechanism } from "./mechanism.ts";
 import { stableLength } from "./prompt.ts";
 
@@ -100,9 +112,76 @@ export function cachingClient(client: ModelClient): ModelClient {
   };
 }
 
-export function costMechanism(): Mechanism {
+export interface Price {
+  input: number;
+  output: number;
+  cacheWrite: number;
+  cacheRead: number;
+}
+
+/** When the table below was checked against platform.claude.com/docs/en/about-claude/pricing. */
+export const PRICES_AS_OF = "2026-12-01";
+/**
+ * Dollars per million tokens, by model id prefix (the first that matches wins, so a dated
+ * id such as claude-haiku-4-5-20251001 finds its family). Cache writes are the 5-minute kind.
+ */
+export const PRICES: Array<[prefix: string, price: Price]> = [
+  ["claude-opus-4-1", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4-0", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4-20250514", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4", { input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5 }],
+  ["claude-opus-5", { input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5 }],
+  ["claude-sonnet-4", { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 }],
+  ["claude-sonnet-5", { input: 2, output: 10, cacheWrite: 2.5, cacheRead: 0.2 }],
+  ["claude-haiku-4-5", { input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1 }],
+];
+
+export function priceOf(model: string): Price | null {
+  return PRICES.find(([prefix]) => model.startsWith(prefix))?.[1] ?? null;
+}
+
+/** What `numbers` tokens of `model` cost in dollars, or null for a model not in the table. */
+export function dollars(model: string, numbers: UsageNumbers): number | null {
+  const price = priceOf(model);
+  if (!price) return null;
+  const perToken = (rate: number, tokens: number) => (rate * tokens) / 1_000_000;
+  return (
+    perToken(price.input, numbers.input) +
+    perToken(price.output, numbers.output) +
+    perToken(price.cacheWrite, numbers.cacheWrite) +
+    perToken(price.cacheRead, numbers.cacheRead)
+  );
+}
+
+/** The session's totals, every scope (teammates included), as `/cost` and the exit show them. */
+export function sessionCostLine(usage: UsageMeter): string {
+  const total = usage.sessionTotals();
+  let line = `[cost] session: in ${total.input} / out ${total.output} tokens`;
+  const calls = `${total.calls} call${total.calls === 1 ? "" : "s"}`;
+  line += `, cache read ${total.cacheRead}, cache write ${total.cacheWrite} (${calls})`;
+  const cost = usage.cost("session");
+  if (cost) line += formatCost(cost);
+  return `${line}; prices as of ${PRICES_AS_OF}`;
+}
+
+export function costMechanism(harness: { usage: UsageMeter; printer: Printer }): Mechanism {
+  harness.usage.pricing = dollars;
   return {
     name: "cost",
     extendClient: (client) => cachingClient(client),
+    commands: {
+      cost: {
+        description: "the session's tokens and what they cost",
+        run: async () => {
+          harness.printer.line(sessionCostLine(harness.usage));
+          return undefined;
+        },
+      },
+    },
+    close: () => {
+      if (harness.usage.sessionTotals().calls > 0) {
+        harness.printer.line(sessionCostLine(harness.usage), "dim");
+      }
+    },
   };
 }

@@ -54,7 +54,7 @@ export function main(io: MainIO): Promise<number> {
     cronMechanism(harness),
     teamsMechanism(harness),
     mcpMechanism(harness),
-    costMechanism(),
+    costMechanism(harness),
     recoveryMechanism(harness),
   ]);
 }
