@@ -180,6 +180,29 @@ describe.concurrent.each(chaptersFrom("s15"))(
       );
     });
 
+    it("/context shows the next request's parts by size and sends nothing", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["hi", "/context"],
+        steps: [{ reply: reply(text("hello")) }],
+      });
+      expect(run.received).toHaveLength(1);
+      const shown = run.output.split("s15 >> /context\n")[1]!.split("\n").slice(0, 4);
+      expect(shown[0]).toMatch(
+        /^\[context\] the next request would carry about \d+ tokens \(\d+ characters\):$/,
+      );
+      expect(shown[1]).toMatch(/^ {2}system prompt {2}\d+ chars \(stable \d+, dynamic \d+\)$/);
+      expect(shown[2]).toMatch(
+        /^ {2}tools \(26\) {2}\d+ chars; largest: \w+ \d+, \w+ \d+, \w+ \d+$/,
+      );
+      expect(shown[3]).toMatch(
+        /^ {2}messages \(2\) {2}\d+ chars: user 1 \(2\), assistant 1 \(\d+\)$/,
+      );
+      // The figures add up: system + tools + messages = the total.
+      const numbers = shown.map((line) => Number(/(\d+) chars/.exec(line)?.[1] ?? Number.NaN));
+      const total = Number(/\((\d+) characters\)/.exec(shown[0]!)![1]);
+      expect(numbers[1]! + numbers[2]! + numbers[3]!).toBe(total);
+    });
+
     it("counts a model without a price in tokens only, and /cost prints the totals", async () => {
       const run = await runChapter(chapter, {
         prompts: ["hi", "/cost"],

@@ -17,17 +17,19 @@
  * Then, what it cost: a dated local price table per model (input, output, 5-minute cache
  * write, cache read, in dollars per million tokens). The usage line ends with the turn's
  * price, `/cost` prints the session's totals and so does the end of the session; a model
- * not in the table is counted in tokens only.
+ * not in the table is counted in tokens only. `/context` shows what the next request would
+ * carry: the system prompt (stable and dynamic parts), the tools and the messages, by size.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
   formatCost,
   type MessageParams,
   type ModelClient,
-  type Printer,
+  toolSpecs,
   type UsageMeter,
   type UsageNumbers,
 } from "shared";
+import type { Harness } from "./harness.ts";
 import type { Mechanism } from "./mechanism.ts";
 import { stableLength } from "./prompt.ts";
 
@@ -164,7 +166,44 @@ export function sessionCostLine(usage: UsageMeter): string {
   return `${line}; prices as of ${PRICES_AS_OF}`;
 }
 
-export function costMechanism(harness: { usage: UsageMeter; printer: Printer }): Mechanism {
+/** Characters per token, roughly, for English text and JSON (what `/context` estimates with). */
+const CHARS_PER_TOKEN = 4;
+
+/** `/context`: what the next request would carry, by part and by size. */
+export function describeContext(
+  system: string,
+  tools: Anthropic.Tool[],
+  history: MessageParam[],
+): string {
+  const size = (value: unknown) =>
+    (typeof value === "string" ? value : JSON.stringify(value)).length;
+  const stable = stableLength(system) ?? system.length;
+  const toolChars = tools.map((tool) => [tool.name, size(tool)] as const);
+  const largest = [...toolChars].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  const kinds = new Map<string, { count: number; chars: number }>();
+  for (const message of history) {
+    const results =
+      typeof message.content !== "string" &&
+      message.content.some((block) => block.type === "tool_result");
+    const kind = results ? "tool results" : message.role;
+    const entry = kinds.get(kind) ?? { count: 0, chars: 0 };
+    entry.count++;
+    entry.chars += size(message.content);
+    kinds.set(kind, entry);
+  }
+  const toolTotal = toolChars.reduce((sum, [, chars]) => sum + chars, 0);
+  const messageTotal = [...kinds.values()].reduce((sum, kind) => sum + kind.chars, 0);
+  const total = system.length + toolTotal + messageTotal;
+  const kindText = [...kinds].map(([kind, { count, chars }]) => `${kind} ${count} (${chars})`);
+  return [
+    `[context] the next request would carry about ${Math.ceil(total / CHARS_PER_TOKEN)} tokens (${total} characters):`,
+    `  system prompt  ${system.length} chars (stable ${stable}, dynamic ${system.length - stable})`,
+    `  tools (${tools.length})  ${toolTotal} chars; largest: ${largest.map(([name, chars]) => `${name} ${chars}`).join(", ")}`,
+    `  messages (${history.length})  ${messageTotal} chars${kindText.length ? `: ${kindText.join(", ")}` : ""}`,
+  ].join("\n");
+}
+
+export function costMechanism(harness: Pick<Harness, "usage" | "printer" | "agent">): Mechanism {
   harness.usage.pricing = dollars;
   return {
     name: "cost",
@@ -174,6 +213,14 @@ export function costMechanism(harness: { usage: UsageMeter; printer: Printer }):
         description: "the session's tokens and what they cost",
         run: async () => {
           harness.printer.line(sessionCostLine(harness.usage));
+          return undefined;
+        },
+      },
+      context: {
+        description: "what the next request would carry: system prompt, tools, messages",
+        run: async (_args, { history }) => {
+          const setup = harness.agent("main", "main");
+          harness.printer.line(describeContext(setup.system, toolSpecs(setup.tools), history));
           return undefined;
         },
       },
