@@ -26,6 +26,7 @@
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
  * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.
  */
+
 import { spawn } from "node:child_process";
 import {
   existsSync,
@@ -42,6 +43,7 @@ import os from "node:os";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type Anthropic from "@anthropic-ai/sdk";
 import { isEntry, type Main } from "shared";
 import {
   type MessageRequest,
@@ -657,6 +659,82 @@ function formatLong(runs: LongSessionRun[]): string {
   return lines.join("\n");
 }
 
+/** Typed lines of the caching session: each answered in one call. */
+export const CACHE_TURNS = 50;
+
+export interface CacheBench {
+  chapter: string;
+  calls: number;
+  input: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** Cache reads over all input tokens (uncached, read and written). */
+  share: number;
+}
+
+/**
+ * A session of CACHE_TURNS typed lines against the fake API, whose prompt cache works by
+ * prefix as the real one does (s15 marks every request for it; earlier chapters do not):
+ * the input tokens of every call, from the session log, split into uncached, read and written.
+ */
+export async function benchCaching(dir: string, turns = CACHE_TURNS): Promise<CacheBench> {
+  const { main } = (await import(path.join(ROOT, "chapters", dir, "src", "main.ts"))) as {
+    main: Main;
+  };
+  const server = await startFakeServer({ model: () => reply(text("Turn answered.")) });
+  const workdir = realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-bench-cache-${dir}-`)));
+  const lines = Array.from({ length: turns }, (_, i) => `turn ${i + 1}: say something short\n`);
+  try {
+    await main({
+      argv: [],
+      stdin: Readable.from([lines.join("")]),
+      stdout: new Writable({ write: (_chunk, _enc, done) => done() }),
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        ANTHROPIC_BASE_URL: server.url,
+        ANTHROPIC_API_KEY: "bench-key",
+        WORKDIR: workdir,
+        NO_COLOR: "1",
+        MEMORY_EXTRACT: "0",
+      },
+    });
+  } finally {
+    await server.close();
+  }
+  const logs = path.join(workdir, ".harness", "logs");
+  const api = readdirSync(logs).find((file) => file.endsWith("_api.jsonl"))!;
+  const totals = { calls: 0, input: 0, cacheRead: 0, cacheWrite: 0 };
+  for (const line of readFileSync(path.join(logs, api), "utf8").split("\n")) {
+    if (!line) continue;
+    const record = JSON.parse(line) as { kind: string; data: { usage?: Anthropic.Usage } };
+    if (record.kind !== "response" || !record.data.usage) continue;
+    totals.calls++;
+    totals.input += record.data.usage.input_tokens;
+    totals.cacheRead += record.data.usage.cache_read_input_tokens ?? 0;
+    totals.cacheWrite += record.data.usage.cache_creation_input_tokens ?? 0;
+  }
+  rmSync(workdir, { recursive: true, force: true });
+  const all = totals.input + totals.cacheRead + totals.cacheWrite;
+  return { chapter: dir, ...totals, share: all === 0 ? 0 : totals.cacheRead / all };
+}
+
+function formatCaching(runs: CacheBench[]): string {
+  const lines = [
+    `Prompt caching: ${CACHE_TURNS} typed lines, one call each, against the fake API's prefix cache. ` +
+      "Input tokens split into uncached, read from the cache and written to it; cached share = read / all.",
+    "",
+    "| chapter | calls | uncached | cache read | cache write | cached share |",
+    "|---|--:|--:|--:|--:|--:|",
+  ];
+  for (const r of runs) {
+    lines.push(
+      `| ${r.chapter} | ${r.calls} | ${r.input} | ${r.cacheRead} | ${r.cacheWrite} | ${(r.share * 100).toFixed(1)} % |`,
+    );
+  }
+  return lines.join("\n");
+}
+
 if (isEntry(import.meta.url)) {
   const wanted = process.argv.slice(2);
   const dirs = chapterDirs().filter(
@@ -678,6 +756,12 @@ if (isEntry(import.meta.url)) {
     processes.push(result);
   }
   if (processes.length > 0) process.stdout.write(`\n${formatProcesses(processes)}\n`);
+  const caching: CacheBench[] = [];
+  for (const dir of dirs) {
+    process.stderr.write(`bench ${dir} caching session ...\n`);
+    caching.push(await benchCaching(dir));
+  }
+  if (caching.length > 0) process.stdout.write(`\n${formatCaching(caching)}\n`);
   const long: LongSessionRun[] = [];
   for (const dir of dirs.filter(hasLongSession)) {
     for (const limits of [{}, LOWERED_LIMITS]) {
