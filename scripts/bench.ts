@@ -43,7 +43,6 @@ import os from "node:os";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type Anthropic from "@anthropic-ai/sdk";
 import { isEntry, type Main } from "shared";
 import {
   type MessageRequest,
@@ -707,7 +706,16 @@ export async function benchCaching(dir: string, turns = CACHE_TURNS): Promise<Ca
   const totals = { calls: 0, input: 0, cacheRead: 0, cacheWrite: 0 };
   for (const line of readFileSync(path.join(logs, api), "utf8").split("\n")) {
     if (!line) continue;
-    const record = JSON.parse(line) as { kind: string; data: { usage?: Anthropic.Usage } };
+    const record = JSON.parse(line) as {
+      kind: string;
+      data: {
+        usage?: {
+          input_tokens: number;
+          cache_read_input_tokens?: number | null;
+          cache_creation_input_tokens?: number | null;
+        };
+      };
+    };
     if (record.kind !== "response" || !record.data.usage) continue;
     totals.calls++;
     totals.input += record.data.usage.input_tokens;
