@@ -927,8 +927,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s15-cost-system-whole",
     file: `${S15}/cost.ts`,
-    search: "  const stable = stableLength(system) ?? system.length;",
-    replace: "  const stable = system.length;",
+    search: "  const stable = stableLength(system) ?? system.length;\n  if (stable === 0)",
+    replace: "  const stable = system.length;\n  if (stable === 0)",
     description: "the system breakpoint goes after the dynamic sections too (the cache never hits)",
     tests: ["cost.test.ts"],
   },
