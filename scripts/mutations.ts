@@ -882,7 +882,7 @@ export const MUTATIONS: Mutation[] = [
     search: "      repairInterrupted(history);\n",
     replace: "",
     description: "an interrupted turn's unanswered tool calls are left as they are",
-    tests: ["loop.test.ts", "interrupt.test.ts"],
+    tests: ["loop.test.ts", "interrupt.test.ts", "cli.test.ts"],
   },
   {
     id: "s15-interrupt-tool-result-ok",

@@ -20,7 +20,7 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
-import { REPO_ROOT, runPnpm } from "./helpers/cli.ts";
+import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
 import { afterTools, lastToolResults, tempWorkspace, writeFiles } from "./helpers/run.ts";
 
@@ -612,6 +612,52 @@ describe.concurrent.each(chaptersFrom("s01"))("$id from the command line", (chap
     const workdir = tempWorkspace(`cli-${chapter.id}`);
     const again = (next: Scenario) => start(chapter, next, workdir);
     await scenario.check(await start(chapter, scenario, workdir), again);
+  });
+});
+
+describe.each(chaptersFrom("s15"))("$id in a terminal", (chapter) => {
+  it("Ctrl-C cancels the running turn and its command, the session goes on, and Ctrl-C at the prompt exits 0", async () => {
+    const workdir = tempWorkspace(`cli-tty-${chapter.id}`);
+    const server = await startFakeServer({
+      model: new ScriptedModel([
+        { when: lastIs("wait"), reply: reply(toolUse("bash", { command: "sleep 30" })) },
+        { when: lastIs("after"), reply: reply(text("still here")) },
+      ]),
+    });
+    try {
+      const started = Date.now();
+      const run = await runPnpmInTerminal(
+        ["--silent", "--filter", chapter.id, "start"],
+        [
+          { after: `${chapter.id} >> `, send: "wait\r" },
+          { after: "> bash(", send: "\x03" },
+          { after: "[interrupted]", send: "after\r" },
+          { after: "still here", send: "\x03" },
+        ],
+        {
+          env: {
+            ANTHROPIC_BASE_URL: server.url,
+            ANTHROPIC_API_KEY: "cli-key",
+            WORKDIR: workdir,
+            MEMORY_EXTRACT: "0",
+          },
+        },
+      );
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain("[interrupted]");
+      expect(run.stdout).toContain("still here");
+      // The 30 s command did not hold the session up.
+      expect(Date.now() - started).toBeLessThan(15_000);
+      // The next request was accepted, with the cancelled call answered.
+      expect(server.requests.map((r) => r.rejected)).toEqual([null, null]);
+      const second = server.requests[1]!.body as Request;
+      expect(lastToolResults(second)[0]).toMatchObject({
+        content: "Interrupted by the user",
+        is_error: true,
+      });
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -135,3 +135,64 @@ function commandLine(pid: number): string {
     return "";
   }
 }
+
+/**
+ * Runs `pnpm <args>` in a pseudo-terminal (util-linux `script`), as a learner at a terminal
+ * does: stdin is a TTY, so Ctrl-C reaches the chapter as a key. `steps` are sent in order,
+ * each once the output shows its `after` text (the first at once): a line is typed with
+ * Enter, `"\x03"` is Ctrl-C. Resolves with the exit status and the output, ANSI stripped.
+ */
+export function runPnpmInTerminal(
+  args: string[],
+  steps: Array<{ after?: string; send: string }>,
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliRun> {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+  const command = [...pnpmCommand(), ...args].map(quote).join(" ");
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", TERM: "dumb", ...options.env };
+  for (const key of Object.keys(env)) {
+    if (
+      /^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$)/.test(key) &&
+      !options.env?.[key]
+    ) {
+      delete env[key];
+    }
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let output = "";
+    let next = 0;
+    let seenUpTo = 0;
+    const advance = () => {
+      while (next < steps.length) {
+        const step = steps[next]!;
+        const shown = stripAnsi(output);
+        if (step.after !== undefined) {
+          const at = shown.indexOf(step.after, seenUpTo);
+          if (at < 0) return;
+          seenUpTo = at + step.after.length;
+        }
+        child.stdin.write(step.send);
+        next++;
+      }
+    };
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      advance();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: stripAnsi(output), stderr: "" });
+    });
+    advance();
+  });
+}
