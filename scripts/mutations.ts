@@ -940,4 +940,12 @@ export const MUTATIONS: Mutation[] = [
     description: "cache reads are charged at the full input price",
     tests: ["cost.test.ts"],
   },
+  {
+    id: "s15-mcp-call-ignores-ctrl-c",
+    file: `${S15}/mcp.ts`,
+    search: "connection.callTool(tool.name, input, context.signal)",
+    replace: "connection.callTool(tool.name, input)",
+    description: "Ctrl-C during an MCP call waits for the call's timeout; the server is never told",
+    tests: ["interrupt.test.ts"],
+  },
 ];

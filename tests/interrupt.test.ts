@@ -3,12 +3,14 @@
  * the API accepts: the repair rules of interrupt.ts, and a turn cancelled while the model is
  * still answering.
  */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as InterruptModule from "../chapters/s15-integrated/src/interrupt.ts";
 import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
-import { runChapter, userSaid } from "./helpers/run.ts";
+import { runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
 const NOTE = { type: "text", text: "[Interrupted by the user]" };
@@ -76,7 +78,61 @@ describe.each(moduleVersions("s15", ["interrupt.ts"]))("$id interrupt repair", (
   });
 });
 
+const COURSE_SERVER = new URL("../chapters/s15-integrated/servers/course-mcp.mjs", import.meta.url)
+  .pathname;
+
 describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter", (chapter) => {
+  it("Ctrl-C during an MCP call cancels it on the server (notifications/cancelled) at once", async () => {
+    let interrupt: (() => void) | undefined;
+    const workdir = tempWorkspace("interrupt-mcp");
+    const record = path.join(workdir, "received.jsonl");
+    const args = [COURSE_SERVER, "docs", "--hang-on", "search", "--record", record];
+    const started = Date.now();
+    const run = await runChapter(chapter, {
+      workdir,
+      prompts: ["search"],
+      files: {
+        ".mcp.json": JSON.stringify({ mcpServers: { docs: { command: "node", args } } }),
+        ".claude/settings.json": JSON.stringify({ permissions: { allow: ["mcp__docs"] } }),
+      },
+      onSignal: (handler) => {
+        interrupt = handler;
+      },
+      // Ctrl-C once the server holds the call (it never answers a search, as asked).
+      onOutput: (stdout) => {
+        void stdout.waitFor("[allowed] by allow rule mcp__docs").then(async () => {
+          while (!existsSync(record) || !readFileSync(record, "utf8").includes('"tools/call"')) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          interrupt?.();
+        });
+      },
+      steps: [
+        {
+          when: (r) => r.messages.length === 1,
+          reply: reply(toolUse("connect_mcp", { name: "docs" })),
+        },
+        {
+          when: (r) => r.messages.length === 3,
+          reply: reply(toolUse("mcp__docs__search", { query: "x" })),
+        },
+      ],
+    });
+    expect(run.output).toContain("[interrupted]");
+    // Well before the 60 s call timeout.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const received = readFileSync(record, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const call = received.find((m) => m.method === "tools/call");
+    expect(received.find((m) => m.method === "notifications/cancelled")).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: call.id, reason: "interrupted by the user" },
+    });
+  });
+
   it("Ctrl-C while the model answers drops the partial reply and the next request is valid", async () => {
     let interrupt: (() => void) | undefined;
     const says = (line: string) => (r: Anthropic.MessageCreateParams) =>

@@ -84,6 +84,13 @@ export interface ConnectionOptions {
 
 type Pending = { resolve(value: unknown): void; reject(error: Error): void };
 
+/** What an interrupted call rejects with (the loop ends the turn on it). */
+function abortError(): Error {
+  const abort = new Error("The turn was interrupted.");
+  abort.name = "AbortError";
+  return abort;
+}
+
 export class McpConnection {
   readonly config: ServerConfig;
   era: Era | null = null;
@@ -193,12 +200,18 @@ export class McpConnection {
     return this.send(method, params, version, timeoutMs);
   }
 
-  /** tools/call; a timeout tells the server to stop (notifications/cancelled). */
-  callTool(name: string, args: Record<string, unknown>): Promise<unknown> {
-    return this.request(
+  /**
+   * tools/call; a timeout, or the turn's `signal` aborting (Ctrl-C from s15), tells the server
+   * to stop (notifications/cancelled) and the call fails at once.
+   */
+  callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {
+    const version = this.era?.kind === "modern" ? this.era.version : null;
+    return this.send(
       "tools/call",
       { name, arguments: args },
+      version,
       this.options.callTimeoutMs ?? CALL_TIMEOUT_MS,
+      signal,
     );
   }
 
@@ -207,6 +220,7 @@ export class McpConnection {
     params: Record<string, unknown>,
     modern: string | null = null,
     timeoutMs?: number,
+    signal?: AbortSignal,
   ): Promise<unknown> {
     if (this.exited) return Promise.reject(new McpError(this.exited));
     const id = this.nextId++;
@@ -224,8 +238,16 @@ export class McpConnection {
       let timer: NodeJS.Timeout | undefined;
       const settle = (fn: () => void) => {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
         this.pending.delete(id);
         fn();
+      };
+      const onAbort = () => {
+        settle(() => reject(abortError()));
+        this.notify("notifications/cancelled", {
+          requestId: id,
+          reason: "interrupted by the user",
+        });
       };
       this.pending.set(id, {
         resolve: (value) => settle(() => resolve(value)),
@@ -239,6 +261,9 @@ export class McpConnection {
           }
         }, timeoutMs);
       }
+      // Interrupted before it was sent: there is nothing for the server to stop.
+      if (signal?.aborted) return settle(() => reject(abortError()));
+      signal?.addEventListener("abort", onAbort, { once: true });
       this.write({ jsonrpc: "2.0", id, method, params: withMeta });
     });
   }

@@ -20,6 +20,7 @@ import {
   asObject,
   harnessPath,
   invalidInput,
+  isAbortError,
   positiveIntVar,
   type Tone,
   type ToolDefinition,
@@ -231,10 +232,12 @@ export function serverTools(
       description: typeof tool.description === "string" ? tool.description : "",
       input_schema: schema as ToolDefinition["input_schema"],
       parse: (input) => ({ ok: true, value: asObject(input) ?? {} }),
-      run: async (input) => {
+      run: async (input, context) => {
         try {
-          return mapResult(await connection.callTool(tool.name, input));
+          return mapResult(await connection.callTool(tool.name, input, context.signal));
         } catch (error) {
+          // An interrupted turn ends; every other failure is the call's result.
+          if (isAbortError(error)) throw error;
           return { content: `MCP error: ${(error as Error).message}`, isError: true };
         }
       },
