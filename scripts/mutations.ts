@@ -855,8 +855,9 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s15-recovery-fallback-sticks",
     file: `${S15}/recovery.ts`,
-    search: "beforeTurn: async () => recovery.newTurn(),",
-    replace: "beforeTurn: async () => {},",
+    search:
+      "      beforeTurn: async () => recovery.newTurn(),\n      afterTurn: async () => recovery.newTurn(),",
+    replace: "      beforeTurn: async () => {},",
     description: "the fallback model stays on into the next turn",
     tests: ["recovery.test.ts"],
   },

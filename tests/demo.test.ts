@@ -135,11 +135,13 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       "[fallback] 2 overloaded answers in a row: the rest of this turn uses claude-haiku-4-5",
       "This answer is cut off m\n[retry] the stream ended before the answer did; attempt 2 of 4 in ",
       "This turn started on MODEL_ID again.",
+      "[max_tokens] the reply hit 8000 tokens: asking again with 16000",
     ],
     order: [
       ["[fallback] 2 overloaded", "  | claude-haiku-4-5"],
       ["[retry] the stream ended", "The release is on Friday, and"],
       ["s15 >> And which model answers now?", "  | claude-sonnet-4-6"],
+      ["[max_tokens] the reply hit 8000", "  | 16000"],
     ],
   },
 };

@@ -4,7 +4,8 @@
  *   "Summarise NOTES.md" ──> 529, 529 ──> [retry] lines, then [fallback]: the rest of the
  *        turn asks FALLBACK_MODEL_ID ──> read_file ──> the answer starts to stream and the
  *        stream breaks off ──> [retry] ──> the answer, streamed whole
- *   the next line ──> MODEL_ID again
+ *   the next line ──> MODEL_ID again; its reply is cut off at max_tokens ──> [max_tokens]:
+ *        asked again with 16 000 ──> the whole answer; each usage line ends with its price
  * Run: pnpm --filter s15 demo
  */
 import { writeFileSync } from "node:fs";
@@ -33,7 +34,7 @@ const modelOf = (r: Request) => ({ title: "this request asks the model", text: r
 export const DEMO: Omit<DemoOptions, "main"> = {
   chapter: "s15",
   shows:
-    "two 529s switch the turn to the fallback model, a stream that breaks off is retried, and the next turn starts on MODEL_ID again.",
+    "two 529s switch the turn to the fallback model, a stream that breaks off is retried, the next turn starts on MODEL_ID again and a reply cut off at max_tokens is asked for again with more room.",
   prompts: [ASK, AGAIN],
   env: { FALLBACK_MODEL_ID: FALLBACK },
   setup(workdir) {
@@ -62,9 +63,15 @@ export const DEMO: Omit<DemoOptions, "main"> = {
       ),
     },
     {
-      name: "a new turn",
+      name: "a new turn, cut off at max_tokens",
       when: (r) => said(r, AGAIN),
       sent: modelOf,
+      reply: { ...reply(text("This turn started on")), stop_reason: "max_tokens" },
+    },
+    {
+      name: "asked again with more room",
+      when: (r) => said(r, AGAIN),
+      sent: (r) => ({ title: "the same request, with max_tokens", text: String(r.max_tokens) }),
       reply: reply(text("This turn started on MODEL_ID again.")),
     },
   ],

@@ -339,6 +339,8 @@ function callModel(
   run: RunContext,
   streamed: { text: string },
 ) {
+  // Each call streams its own answer (a max_tokens redo calls again).
+  streamed.text = "";
   const params = {
     model: config.model,
     max_tokens: run.maxTokens ?? config.maxTokens ?? MAX_TOKENS,

@@ -225,8 +225,11 @@ export function recoveryMechanism(harness: Harness): Mechanism {
     name: "recovery",
     extendClient: (client) => recovery.wrap(client),
     loop: () => maxTokensSeams(harness.printer),
+    // Reset when a turn ends too, so the next turn's own side calls (memory recall, in an
+    // earlier mechanism's beforeTurn) start on MODEL_ID.
     turn: {
       beforeTurn: async () => recovery.newTurn(),
+      afterTurn: async () => recovery.newTurn(),
     },
     start: () =>
       fallbackModel

@@ -211,15 +211,13 @@ async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<void>
     printer.line();
     for (const hooks of options.hooks ?? []) await hooks.afterTurn?.(turn, result);
   } catch (error) {
+    const reason = describeApiError(error, options.model);
     if (controller.signal.aborted || isAbortError(error)) {
       // The turn is kept, repaired so the next request is valid.
       repairInterrupted(history);
       log.transcript("INTERRUPTED", "the user pressed Ctrl-C during the turn");
       printer.line("[interrupted]", "warn");
-      return;
-    }
-    const reason = describeApiError(error, options.model);
-    if (result === null) {
+    } else if (result === null) {
       history.splice(0, history.length, ...before);
       log.transcript("ERROR", reason);
       printer.line(
