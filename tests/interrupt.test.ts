@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -88,9 +89,11 @@ describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter
     const record = path.join(workdir, "received.jsonl");
     const args = [COURSE_SERVER, "docs", "--hang-on", "search", "--record", record];
     const started = Date.now();
+    const stdin = new PassThrough();
+    stdin.write("search\n");
     const run = await runChapter(chapter, {
       workdir,
-      prompts: ["search"],
+      stdin,
       files: {
         ".mcp.json": JSON.stringify({ mcpServers: { docs: { command: "node", args } } }),
         ".claude/settings.json": JSON.stringify({ permissions: { allow: ["mcp__docs"] } }),
@@ -98,13 +101,21 @@ describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter
       onSignal: (handler) => {
         interrupt = handler;
       },
-      // Ctrl-C once the server holds the call (it never answers a search, as asked).
+      // Ctrl-C once the server holds the call (it never answers a search, as asked); the
+      // session ends once the server has recorded the cancel (at most 5 s), not before.
       onOutput: (stdout) => {
-        void stdout.waitFor("[allowed] by allow rule mcp__docs").then(async () => {
-          while (!existsSync(record) || !readFileSync(record, "utf8").includes('"tools/call"')) {
+        const holds = (text: string) =>
+          existsSync(record) && readFileSync(record, "utf8").includes(text);
+        const until = async (text: string) => {
+          for (let waited = 0; !holds(text) && waited < 5000; waited += 20) {
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
+        };
+        void stdout.waitFor("[allowed] by allow rule mcp__docs").then(async () => {
+          await until('"tools/call"');
           interrupt?.();
+          await until('"notifications/cancelled"');
+          stdin.end();
         });
       },
       steps: [
