@@ -58,6 +58,21 @@ export const S10_TOOLS = [
   ...TASK_TOOLS,
 ];
 
+/** The lead's twenty-five tools in s13: s10's, s12's cron tools, then s13's team tools. */
+export const S13_TOOLS = [
+  ...S10_TOOLS,
+  "schedule_cron",
+  "list_crons",
+  "cancel_cron",
+  "spawn_teammate",
+  "list_teammates",
+  "send_message",
+  "request_shutdown",
+  "request_plan",
+  "review_plan",
+  "create_worktree",
+];
+
 /** Behaviours a later chapter replaces on purpose: the suite stops at `until` (exclusive). */
 export const CHANGED: Record<string, { until: string; why: string }> = {
   "the main agent's answer arrives whole": {

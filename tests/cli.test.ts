@@ -22,7 +22,14 @@ import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
-import { afterTools, lastToolResults, tempWorkspace, writeFiles } from "./helpers/run.ts";
+import {
+  afterTools,
+  lastMentions,
+  lastToolResults,
+  RETRY_AT_ONCE,
+  tempWorkspace,
+  writeFiles,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const withTools = (r: Request) => (r.tools?.length ?? 0) > 0;
@@ -529,9 +536,8 @@ SCENARIOS.s14 = {
 };
 
 /** s15's run: the faults a real service has, recovered from in one session. */
-const lastIs = (line: string) => (r: Request) =>
-  withTools(r) && JSON.stringify(r.messages.at(-1)).includes(line);
-const soon = { headers: { "retry-after-ms": "1" } };
+const lastIs = (line: string) => (r: Request) => withTools(r) && lastMentions(line)(r);
+const soon = { headers: RETRY_AT_ONCE };
 SCENARIOS.s15 = {
   title:
     "recovers from 529s (with the fallback model), a 500, a stream cut mid-message and a max_tokens stop",

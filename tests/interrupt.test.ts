@@ -11,7 +11,7 @@ import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/tes
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as InterruptModule from "../chapters/s15-integrated/src/interrupt.ts";
 import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
-import { runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
+import { lastMentions, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
 const NOTE = { type: "text", text: "[Interrupted by the user]" };
@@ -147,8 +147,6 @@ describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter
 
   it("Ctrl-C while the model answers drops the partial reply and the next request is valid", async () => {
     let interrupt: (() => void) | undefined;
-    const says = (line: string) => (r: Anthropic.MessageCreateParams) =>
-      JSON.stringify(r.messages.at(-1)).includes(line);
     const server = await startFakeServer({
       latencyMs: 300,
       model: new ScriptedModel([
@@ -159,7 +157,7 @@ describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter
             return reply(text("too late"));
           },
         },
-        { when: says("next"), reply: reply(text("next answered")) },
+        { when: lastMentions("next"), reply: reply(text("next answered")) },
       ]),
     });
     try {

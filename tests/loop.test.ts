@@ -27,6 +27,7 @@ import {
   afterTools,
   everyAttempt,
   interruptDuringSleep,
+  lastMentions,
   lastToolResults,
   runChapter,
   SLEEP_30,
@@ -389,8 +390,6 @@ describe.each(chaptersFrom("s01"))("$id Ctrl-C", (chapter) => {
       : "on Ctrl-C during a turn kills the running command, keeps the turn repaired and goes on to the next line",
     async () => {
       // From s15 the next line joins the repaired message: matched by its text, not its whole.
-      const says = (line: string) => (r: Request) =>
-        JSON.stringify(r.messages.at(-1)).includes(line);
       const { run, sleepEnded } = await interruptDuringSleep(chapter, {
         prompts: ["wait", "after the interrupt"],
         steps: [
@@ -398,7 +397,7 @@ describe.each(chaptersFrom("s01"))("$id Ctrl-C", (chapter) => {
             when: userSaid("wait"),
             reply: reply(toolUse("bash", { command: SLEEP_30 }, "toolu_w")),
           },
-          { when: says("after the interrupt"), reply: reply(text("still going")) },
+          { when: lastMentions("after the interrupt"), reply: reply(text("still going")) },
           { when: afterTools, reply: reply(text("the command finished")) },
         ],
       });

@@ -15,29 +15,13 @@ import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
 import type * as ClientModule from "../chapters/s14-mcp/src/mcp-client.ts";
-import { chapterDir, chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
+import { chapterDir, chaptersFrom, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
 import { endsWithin, isAlive, waitForPid } from "./helpers/process.ts";
 import { lastToolResults, runChapter, tempWorkspace, toolNames, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 
-const TEAM_TOOLS = [
-  "spawn_teammate",
-  "list_teammates",
-  "send_message",
-  "request_shutdown",
-  "request_plan",
-  "review_plan",
-  "create_worktree",
-];
-const S14_TOOLS = [
-  ...S10_TOOLS,
-  "schedule_cron",
-  "list_crons",
-  "cancel_cron",
-  ...TEAM_TOOLS,
-  "connect_mcp",
-];
+const S14_TOOLS = [...S13_TOOLS, "connect_mcp"];
 const FS_SERVER = new URL(
   "./node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
   import.meta.url,

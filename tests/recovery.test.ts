@@ -11,16 +11,19 @@ import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as RecoveryModule from "../chapters/s15-integrated/src/recovery.ts";
 import { chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
-import { afterTools, lastToolResults, runChapter, userSaid } from "./helpers/run.ts";
+import {
+  afterTools,
+  lastMentions,
+  lastToolResults,
+  RETRY_AT_ONCE,
+  runChapter,
+  userSaid,
+} from "./helpers/run.ts";
 
 const RECOVERY = moduleVersions("s15", ["recovery.ts"]);
-/** A fault the chapter retries after 1 ms instead of its backoff. */
-const soon = { "retry-after-ms": "1" };
-const overloaded = () => apiError(529, "overloaded_error", "Overloaded", { headers: soon });
+const overloaded = () =>
+  apiError(529, "overloaded_error", "Overloaded", { headers: RETRY_AT_ONCE });
 const models = (requests: Anthropic.MessageCreateParams[]) => requests.map((r) => r.model);
-/** The last message mentions `line` (a continuation joins no other text). */
-const says = (r: Anthropic.MessageCreateParams, line: string) =>
-  JSON.stringify(r.messages.at(-1)).includes(line);
 
 describe.each(RECOVERY)("$id recovery rules", (chapter) => {
   let recovery: typeof RecoveryModule;
@@ -130,7 +133,7 @@ describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter"
       model: new ScriptedModel([{ when: userSaid("next"), reply: reply(text("still here")) }]),
     });
     for (let i = 0; i < 4; i++) {
-      server.failNext(apiError(503, "api_error", "Unavailable", { headers: soon }));
+      server.failNext(apiError(503, "api_error", "Unavailable", { headers: RETRY_AT_ONCE }));
     }
     try {
       const run = await runChapter(chapter, { prompts: ["go", "next"], server });
@@ -150,7 +153,9 @@ describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter"
     });
     server.failNext(apiError(400, "invalid_request_error", "Bad request"));
     // The SDK would retry this one by itself (x-should-retry: true); here only the layer does.
-    server.failNext(apiError(500, "api_error", "Internal", { retryable: true, headers: soon }));
+    server.failNext(
+      apiError(500, "api_error", "Internal", { retryable: true, headers: RETRY_AT_ONCE }),
+    );
     try {
       const run = await runChapter(chapter, { prompts: ["first", "second"], server });
       expect(run.output).toContain("API error 400 invalid_request_error: Bad request");
@@ -226,8 +231,8 @@ describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter"
           { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
           { reply: cut(reply(toolUse("bash", { command: "echo b" }, "toolu_big"))) },
           { when: afterTools, reply: cut(reply(text("part one"))) },
-          { when: (r) => says(r, "Continue exactly"), reply: cut(reply(text("part two"))) },
-          { when: (r) => says(r, "Continue exactly"), reply: cut(reply(text("part three"))) },
+          { when: lastMentions("Continue exactly"), reply: cut(reply(text("part two"))) },
+          { when: lastMentions("Continue exactly"), reply: cut(reply(text("part three"))) },
         ],
       });
       expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 16000, 16000, 16000]);

@@ -20,7 +20,7 @@ import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
-import { chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
+import { chaptersFrom, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
 import { endsWithin, waitForPid } from "./helpers/process.ts";
 import {
   lastToolResults,
@@ -34,16 +34,6 @@ import {
 
 type Request = Anthropic.MessageCreateParams;
 
-const TEAM_TOOLS = [
-  "spawn_teammate",
-  "list_teammates",
-  "send_message",
-  "request_shutdown",
-  "request_plan",
-  "review_plan",
-  "create_worktree",
-];
-const LEAD_TOOLS = [...S10_TOOLS, "schedule_cron", "list_crons", "cancel_cron", ...TEAM_TOOLS];
 const TEAMMATE_TOOLS = [
   "bash",
   "read_file",
@@ -428,7 +418,7 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
     });
     const lead = run.requests.find(isLead)!;
     // Later chapters add their tools after these 25.
-    expect(toolNames(lead).slice(0, 25)).toEqual(LEAD_TOOLS);
+    expect(toolNames(lead).slice(0, 25)).toEqual(S13_TOOLS);
     expect(String(lead.system)).toContain(
       "Team: for work that splits into parallel parts, propose a small team (names, roles, what each does) and wait for the user's confirmation before spawn_teammate. Delegate by creating a Task per parallel change;",
     );

@@ -31,6 +31,16 @@ export function pnpmCommand(): string[] {
   return ["npx", "-y", `pnpm@${pinned}`];
 }
 
+/** This process's environment as a learner's shell would have it, plus `extra`. */
+function learnerEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
+  // The test runner's own pnpm and API variables must not leak into the learner's run.
+  for (const key of Object.keys(env)) {
+    if (/^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$)/.test(key)) delete env[key];
+  }
+  return Object.assign(env, extra);
+}
+
 export interface CliRun {
   code: number | null;
   stdout: string;
@@ -54,17 +64,7 @@ export function runPnpm(
   },
 ): Promise<CliRun> {
   const [command, ...prefix] = pnpmCommand();
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...options.env };
-  // The test runner's own pnpm variables must not leak into the learner's run.
-  for (const key of Object.keys(env)) {
-    if (
-      /^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$)/.test(key) &&
-      !options.env?.[key]
-    ) {
-      delete env[key];
-    }
-  }
-  Object.assign(env, options.env);
+  const env = learnerEnv(options.env);
   return new Promise((resolve, reject) => {
     const child = spawn(command!, [...prefix, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
@@ -149,15 +149,7 @@ export function runPnpmInTerminal(
 ): Promise<CliRun> {
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
   const command = [...pnpmCommand(), ...args].map(quote).join(" ");
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", TERM: "dumb", ...options.env };
-  for (const key of Object.keys(env)) {
-    if (
-      /^(ANTHROPIC_|MODEL_ID$|WORKDIR$|INIT_CWD$|FORCE_COLOR$)/.test(key) &&
-      !options.env?.[key]
-    ) {
-      delete env[key];
-    }
-  }
+  const env = learnerEnv({ TERM: "dumb", ...options.env });
   return new Promise((resolve, reject) => {
     const child = spawn("script", ["-qfec", command, "/dev/null"], {
       cwd: REPO_ROOT,

@@ -160,12 +160,19 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
   }
 }
 
+/** A fault's header that has s15's recovery retry after 1 ms instead of its backoff. */
+export const RETRY_AT_ONCE = { "retry-after-ms": "1" };
+
+/** True when the last message mentions `text` (from s15 a typed line may join a repaired one). */
+export const lastMentions = (text: string) => (request: Anthropic.MessageCreateParams) =>
+  JSON.stringify(request.messages.at(-1)).includes(text);
+
 /**
  * `fault` once for every attempt the chapter makes at one call (`attemptsPerCall`), each
  * retried at once (`retry-after-ms: 1`), so the error reaches the caller in every chapter.
  */
 export function everyAttempt(chapter: Chapter, fault: ScriptedError): ScriptedError[] {
-  const soon = { ...fault, headers: { ...fault.headers, "retry-after-ms": "1" } };
+  const soon = { ...fault, headers: { ...fault.headers, ...RETRY_AT_ONCE } };
   return Array.from({ length: attemptsPerCall(chapter) }, () => soon);
 }
 
