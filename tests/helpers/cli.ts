@@ -3,7 +3,7 @@
  * pnpm (never a bare `pnpm`, which a machine may lack), prompts on stdin.
  */
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { stripAnsi } from "shared";
 
@@ -15,20 +15,49 @@ const pinned = (
   }
 ).packageManager.split("@")[1]!;
 
-/** The pinned pnpm: the one running this test when it is that version, else via npx. */
+/**
+ * The pinned pnpm: the one running this test when it is that version, else via npx (whose
+ * own start costs about 2 s of CPU, paid by every chapter start).
+ */
 export function pnpmCommand(): string[] {
   const execpath = process.env.npm_execpath;
   const agent = process.env.npm_config_user_agent ?? "";
-  if (
-    execpath &&
-    path.basename(execpath).startsWith("pnpm") &&
-    agent.startsWith(`pnpm/${pinned} `)
-  ) {
-    return execpath.endsWith(".js") || execpath.endsWith(".cjs")
-      ? [process.execPath, execpath]
-      : [execpath];
+  if (agent.startsWith(`pnpm/${pinned} `)) {
+    if (execpath && path.basename(execpath).startsWith("pnpm")) {
+      return execpath.endsWith(".js") || execpath.endsWith(".cjs")
+        ? [process.execPath, execpath]
+        : [execpath];
+    }
+    const running = pnpmAncestor();
+    if (running) return [running];
   }
   return ["npx", "-y", `pnpm@${pinned}`];
+}
+
+/**
+ * pnpm 11 and later is one executable and sets no npm_execpath: the pnpm that started this
+ * process is found among its ancestors (Linux /proc; elsewhere the answer is null).
+ */
+function pnpmAncestor(): string | null {
+  for (let pid = process.ppid; pid > 1; pid = parentOf(pid)) {
+    try {
+      const exe = readlinkSync(`/proc/${pid}/exe`);
+      if (path.basename(exe).startsWith("pnpm")) return exe;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The parent of `pid` from /proc/<pid>/stat (0 when it cannot be read). */
+function parentOf(pid: number | string): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return 0;
+  }
 }
 
 /** This process's environment as a learner's shell would have it, plus `extra`. */
@@ -109,12 +138,8 @@ function descendants(root: number): number[] {
   const parents = new Map<number, number>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // gone already
-    }
+    const parent = parentOf(entry);
+    if (parent > 0) parents.set(Number(entry), parent);
   }
   const found: number[] = [];
   for (let queue = [root]; queue.length > 0; ) {
