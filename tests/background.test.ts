@@ -14,7 +14,7 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BackgroundModule from "../chapters/s11-background/src/background.ts";
 import type * as BashModule from "../chapters/s11-background/src/bash.ts";
-import { chaptersFrom, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
+import { chaptersFrom, edgeCase, importChapter, moduleVersions, S10_TOOLS } from "./chapters.ts";
 import { endsWithin, isAlive, killQuietly, waitForPid } from "./helpers/process.ts";
 import {
   afterTools,
@@ -42,6 +42,19 @@ const bgCall = (command: string) => toolUse("bash", { command, run_in_background
 const MODULE_CHAPTERS = new Set(
   moduleVersions("s11", ["background.ts", "bash.ts"]).map((c) => c.id),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the contract runs on every chapter (runsEdgeCases in chapters.ts). permissions.ts and
+// hooks.ts decide the denied call and what PostToolUse sees, todo.ts and compact-layers.ts
+// what shares the request with a notification; harness.ts reports a bad BACKGROUND_TIMEOUT_MS.
+const BACKGROUND = moduleVersions("s11", [
+  "background.ts",
+  "harness.ts",
+  "permissions.ts",
+  "hooks.ts",
+  "command-hooks.ts",
+  "todo.ts",
+  "compact-layers.ts",
+]);
 
 describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
   const waits = chaptersFrom(
@@ -50,14 +63,15 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
   ).includes(chapter);
   let bg: typeof BackgroundModule;
   let bash: typeof BashModule;
-  beforeAll(async () => {
-    bg = await importChapter<typeof BackgroundModule>(chapter, "background.ts");
-    bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
-  });
   const jobs = (timeoutMs = 5000) =>
     new bg.BackgroundJobs({ workdir: tempWorkspace("bg"), timeoutMs });
 
   if (MODULE_CHAPTERS.has(chapter.id)) {
+    beforeAll(async () => {
+      bg = await importChapter<typeof BackgroundModule>(chapter, "background.ts");
+      bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
+    });
+
     describe("the job table", () => {
       it("numbers jobs bg_0001…, answers at once, and delivers each ended job exactly once", async () => {
         const table = jobs();
@@ -262,7 +276,10 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
   }
 
   // Each test runs its own chapter, workspace and server: they wait side by side.
+  // The contract, on every chapter: a job started from the loop and its result injected, a
+  // job that ends between turns (CHANGED from s15), /bg and no process left at the end.
   describe.concurrent("through the chapter", () => {
+    const edge = edgeCase(chapter, BACKGROUND);
     it("answers with the placeholder and injects the result after the next round's tool results", async () => {
       const run = await runChapter(chapter, {
         prompts: ["build it"],
@@ -306,26 +323,32 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
       expect(transcript).toContain("INJECTED BACKGROUND NOTIFICATIONS");
     });
 
-    it("puts a notification after a todo reminder, and compaction still acts on the same request", async () => {
-      const run = await runChapter(chapter, {
-        env: { L3_COMPACT_PERSIST_THRESHOLD: "1000" },
-        prompts: ["go"],
-        steps: [
-          { when: userSaid("go"), reply: reply(bgCall("sleep 0.3; echo late")) },
-          { when: afterTools, reply: reply(toolUse("bash", { command: "echo quick" })) },
-          // Long enough that the 0.3 s job has ended when these results go out, even on a busy machine.
-          { when: afterTools, reply: reply(toolUse("bash", { command: "sleep 1.2; seq 1 2000" })) },
-          { when: afterTools, reply: reply(text("ok")) },
-        ],
-      });
-      const last = run.requests[3]!;
-      const blocks = lastBlocks(last);
-      expect(blocks.map((b) => b.type)).toEqual(["tool_result", "text", "text"]);
-      const result = blocks[0] as Anthropic.ToolResultBlockParam;
-      expect(String(result.content)).toMatch(/^<persisted-output>/);
-      expect(textsOf(blocks)[0]).toBe("<reminder>Update your todos.</reminder>");
-      expect(textsOf(blocks)[1]).toContain("<summary>late</summary>");
-    });
+    edge(
+      "puts a notification after a todo reminder, and compaction still acts on the same request",
+      async () => {
+        const run = await runChapter(chapter, {
+          env: { L3_COMPACT_PERSIST_THRESHOLD: "1000" },
+          prompts: ["go"],
+          steps: [
+            { when: userSaid("go"), reply: reply(bgCall("sleep 0.3; echo late")) },
+            { when: afterTools, reply: reply(toolUse("bash", { command: "echo quick" })) },
+            // Long enough that the 0.3 s job has ended when these results go out, even on a busy machine.
+            {
+              when: afterTools,
+              reply: reply(toolUse("bash", { command: "sleep 1.2; seq 1 2000" })),
+            },
+            { when: afterTools, reply: reply(text("ok")) },
+          ],
+        });
+        const last = run.requests[3]!;
+        const blocks = lastBlocks(last);
+        expect(blocks.map((b) => b.type)).toEqual(["tool_result", "text", "text"]);
+        const result = blocks[0] as Anthropic.ToolResultBlockParam;
+        expect(String(result.content)).toMatch(/^<persisted-output>/);
+        expect(textsOf(blocks)[0]).toBe("<reminder>Update your todos.</reminder>");
+        expect(textsOf(blocks)[1]).toContain("<summary>late</summary>");
+      },
+    );
 
     it(
       waits
@@ -383,35 +406,38 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
       },
     );
 
-    it("starts nothing when the call is denied, and PostToolUse sees the placeholder", async () => {
-      const run = await runChapter(chapter, {
-        files: {
-          ".claude/settings.json": JSON.stringify({
-            hooks: {
-              PostToolUse: [
-                { matcher: "Bash", hooks: [{ type: "command", command: "cat >> post.jsonl" }] },
-              ],
-            },
-          }),
-        },
-        prompts: ["go", "/bg"],
-        steps: [
-          { when: userSaid("go"), reply: reply(bgCall("sudo ls"), bgCall("echo fine")) },
-          { when: afterTools, reply: reply(text("ok")) },
-        ],
-      });
-      const results = lastBlocks(run.requests[1]!) as Anthropic.ToolResultBlockParam[];
-      expect(String(results[0]!.content)).toMatch(/deny list/);
-      expect(results[1]!.content).toBe(
-        "[Background task bg_0001 started] The result will be collected on a later turn.",
-      );
-      const posts = readFileSync(path.join(run.workdir, "post.jsonl"), "utf8").trim().split("\n");
-      expect(posts.map((line) => JSON.parse(line).tool_response)).toEqual([
-        "[Background task bg_0001 started] The result will be collected on a later turn.",
-      ]);
-      expect(run.output).toMatch(/bg_0001 {2}(running|completed)/);
-      expect(run.output).not.toContain("bg_0002");
-    });
+    edge(
+      "starts nothing when the call is denied, and PostToolUse sees the placeholder",
+      async () => {
+        const run = await runChapter(chapter, {
+          files: {
+            ".claude/settings.json": JSON.stringify({
+              hooks: {
+                PostToolUse: [
+                  { matcher: "Bash", hooks: [{ type: "command", command: "cat >> post.jsonl" }] },
+                ],
+              },
+            }),
+          },
+          prompts: ["go", "/bg"],
+          steps: [
+            { when: userSaid("go"), reply: reply(bgCall("sudo ls"), bgCall("echo fine")) },
+            { when: afterTools, reply: reply(text("ok")) },
+          ],
+        });
+        const results = lastBlocks(run.requests[1]!) as Anthropic.ToolResultBlockParam[];
+        expect(String(results[0]!.content)).toMatch(/deny list/);
+        expect(results[1]!.content).toBe(
+          "[Background task bg_0001 started] The result will be collected on a later turn.",
+        );
+        const posts = readFileSync(path.join(run.workdir, "post.jsonl"), "utf8").trim().split("\n");
+        expect(posts.map((line) => JSON.parse(line).tool_response)).toEqual([
+          "[Background task bg_0001 started] The result will be collected on a later turn.",
+        ]);
+        expect(run.output).toMatch(/bg_0001 {2}(running|completed)/);
+        expect(run.output).not.toContain("bg_0002");
+      },
+    );
 
     it("lists jobs with /bg and leaves no process behind when the session ends", async () => {
       const run = await runChapter(chapter, {
@@ -438,7 +464,7 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
       }
     });
 
-    it("rejects a BACKGROUND_TIMEOUT_MS that is not a positive integer", async () => {
+    edge("rejects a BACKGROUND_TIMEOUT_MS that is not a positive integer", async () => {
       const run = await runChapter(chapter, {
         env: { BACKGROUND_TIMEOUT_MS: "soon" },
         prompts: [],

@@ -23,6 +23,7 @@ import {
   attemptsPerCall,
   BASE_TOOLS,
   chaptersFrom,
+  edgeCase,
   importChapter,
   moduleVersions,
   S10_TOOLS,
@@ -101,16 +102,24 @@ function runHeld(
 const MODULE_CHAPTERS = new Set(
   moduleVersions("s12", ["cron-parse.ts", "cron-store.ts", "cron.ts"]).map((c) => c.id),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the contract runs on every chapter (runsEdgeCases in chapters.ts). repl.ts runs the
+// scheduled turns, harness.ts reports a bad HARNESS_CLOCK_START, recovery.ts retries the 500
+// and permissions.ts denies in a scheduled turn.
+const CRON = moduleVersions("s12", [
+  "cron-parse.ts",
+  "cron-store.ts",
+  "cron.ts",
+  "repl.ts",
+  "harness.ts",
+  "recovery.ts",
+  "permissions.ts",
+]);
 
 describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
   let parse: typeof ParseModule;
   let store: typeof StoreModule;
   let cron: typeof CronModule;
-  beforeAll(async () => {
-    parse = await importChapter<typeof ParseModule>(chapter, "cron-parse.ts");
-    store = await importChapter<typeof StoreModule>(chapter, "cron-store.ts");
-    cron = await importChapter<typeof CronModule>(chapter, "cron.ts");
-  });
 
   /** A scheduler on a fake clock that stays where the test puts it. */
   function scheduler(options: { workdir?: string; at?: string; ids?: string[] } = {}) {
@@ -141,6 +150,12 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
   }
 
   if (MODULE_CHAPTERS.has(chapter.id)) {
+    beforeAll(async () => {
+      parse = await importChapter<typeof ParseModule>(chapter, "cron-parse.ts");
+      store = await importChapter<typeof StoreModule>(chapter, "cron-store.ts");
+      cron = await importChapter<typeof CronModule>(chapter, "cron.ts");
+    });
+
     // -------------------------------------------------------------------------------------
     describe("expressions", () => {
       const matches = (expr: string, iso: string) => parse.cronMatches(expr, new Date(iso));
@@ -749,7 +764,10 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
   }
 
   // -------------------------------------------------------------------------------------
+  // The contract, on every chapter: the tools and the prompt's Scheduling section and clock
+  // line, a job scheduled from the loop running as its own turn, and idle-only delivery.
   describe.concurrent("through the chapter", () => {
+    const edge = edgeCase(chapter, CRON);
     it("R9: eighteen tools for the main agent, five for a subagent; the Scheduling section before Memory, the clock line last", async () => {
       const run = await runChapter(chapter, {
         env: { HARNESS_CLOCK_START: "2026-03-01T08:59:30" },
@@ -788,62 +806,65 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
       expect(existsSync(path.join(run.workdir, CRON_FILE))).toBe(false);
     });
 
-    it("R10: runs the tools in the loop: jobs registered and saved, every error sent as is_error", async () => {
-      const run = await runChapter(chapter, {
-        env: { HARNESS_CLOCK_START: "2026-03-01T08:59:30" },
-        prompts: ["plan"],
-        steps: [
-          {
-            when: userSaid("plan"),
-            reply: reply(
-              toolUse("schedule_cron", { cron: "0 9 * * 1-5", prompt: "standup" }),
-              toolUse("schedule_cron", {
-                cron: "30 9 * * *",
-                prompt: "coffee",
-                recurring: false,
-                durable: false,
-              }),
-              toolUse("schedule_cron", { cron: "61 * * * *", prompt: "x" }),
-              toolUse("schedule_cron", { cron: "* * * FOO *", prompt: "x" }),
-              toolUse("schedule_cron", { cron: "0 9 * * *", prompt: " " }),
-              toolUse("schedule_cron", { cron: 5, prompt: "x" }),
-              toolUse("cancel_cron", { job_id: "cron_nope" }),
-            ),
-          },
-          {
-            when: (r) => lastToolResults(r).length === 7,
-            reply: (r) => {
-              const id = /cron_[0-9a-f]{8}/.exec(String(lastToolResults(r)[0]!.content))![0];
-              return reply(toolUse("list_crons", {}), toolUse("cancel_cron", { job_id: id }));
+    edge(
+      "R10: runs the tools in the loop: jobs registered and saved, every error sent as is_error",
+      async () => {
+        const run = await runChapter(chapter, {
+          env: { HARNESS_CLOCK_START: "2026-03-01T08:59:30" },
+          prompts: ["plan"],
+          steps: [
+            {
+              when: userSaid("plan"),
+              reply: reply(
+                toolUse("schedule_cron", { cron: "0 9 * * 1-5", prompt: "standup" }),
+                toolUse("schedule_cron", {
+                  cron: "30 9 * * *",
+                  prompt: "coffee",
+                  recurring: false,
+                  durable: false,
+                }),
+                toolUse("schedule_cron", { cron: "61 * * * *", prompt: "x" }),
+                toolUse("schedule_cron", { cron: "* * * FOO *", prompt: "x" }),
+                toolUse("schedule_cron", { cron: "0 9 * * *", prompt: " " }),
+                toolUse("schedule_cron", { cron: 5, prompt: "x" }),
+                toolUse("cancel_cron", { job_id: "cron_nope" }),
+              ),
             },
-          },
-          { when: (r) => lastToolResults(r).length === 2, reply: reply(text("planned")) },
-        ],
-      });
-      const [, second, third] = run.requests as [Request, Request, Request];
-      const first = results(second);
-      const [standup, coffee] = first.map((r) => /cron_[0-9a-f]{8}/.exec(String(r[0]))?.[0]);
-      expect(first).toEqual([
-        [`Scheduled ${standup}: 0 9 * * 1-5 -> standup`, undefined],
-        [`Scheduled ${coffee}: 30 9 * * * -> coffee`, undefined],
-        ["Error: minute: Value 61 is outside [0-59]", true],
-        ["Error: month: Invalid field: FOO", true],
-        ["Error: Prompt cannot be empty", true],
-        ["Error: Invalid input for schedule_cron: cron must be a string", true],
-        ["Job cron_nope not found", true],
-      ]);
-      expect(results(third)).toEqual([
-        [
-          `${standup}: 0 9 * * 1-5 -> standup [recurring, durable]\n${coffee}: 30 9 * * * -> coffee [one-shot, session]`,
-          undefined,
-        ],
-        [`Cancelled ${standup}`, undefined],
-      ]);
-      expect(JSON.parse(readFileSync(path.join(run.workdir, CRON_FILE), "utf8"))).toEqual([]);
-      expect(run.output).toContain(`  [cron] scheduled ${standup}: 0 9 * * 1-5 -> standup\n`);
-      expect(run.output).toContain(`  [cron] cancelled ${standup}\n`);
-      expect(run.output).toContain("planned");
-    });
+            {
+              when: (r) => lastToolResults(r).length === 7,
+              reply: (r) => {
+                const id = /cron_[0-9a-f]{8}/.exec(String(lastToolResults(r)[0]!.content))![0];
+                return reply(toolUse("list_crons", {}), toolUse("cancel_cron", { job_id: id }));
+              },
+            },
+            { when: (r) => lastToolResults(r).length === 2, reply: reply(text("planned")) },
+          ],
+        });
+        const [, second, third] = run.requests as [Request, Request, Request];
+        const first = results(second);
+        const [standup, coffee] = first.map((r) => /cron_[0-9a-f]{8}/.exec(String(r[0]))?.[0]);
+        expect(first).toEqual([
+          [`Scheduled ${standup}: 0 9 * * 1-5 -> standup`, undefined],
+          [`Scheduled ${coffee}: 30 9 * * * -> coffee`, undefined],
+          ["Error: minute: Value 61 is outside [0-59]", true],
+          ["Error: month: Invalid field: FOO", true],
+          ["Error: Prompt cannot be empty", true],
+          ["Error: Invalid input for schedule_cron: cron must be a string", true],
+          ["Job cron_nope not found", true],
+        ]);
+        expect(results(third)).toEqual([
+          [
+            `${standup}: 0 9 * * 1-5 -> standup [recurring, durable]\n${coffee}: 30 9 * * * -> coffee [one-shot, session]`,
+            undefined,
+          ],
+          [`Cancelled ${standup}`, undefined],
+        ]);
+        expect(JSON.parse(readFileSync(path.join(run.workdir, CRON_FILE), "utf8"))).toEqual([]);
+        expect(run.output).toContain(`  [cron] scheduled ${standup}: 0 9 * * 1-5 -> standup\n`);
+        expect(run.output).toContain(`  [cron] cancelled ${standup}\n`);
+        expect(run.output).toContain("planned");
+      },
+    );
 
     it("a one-shot job for the next minute runs as its own scheduled turn, acknowledged by its first response", async () => {
       const run = await runHeld(chapter, {
@@ -932,186 +953,198 @@ describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
       ]);
     });
 
-    it("a 500 re-queues the pending job with backoff, once; downtime is not replayed", async () => {
-      const model = new ScriptedModel([{ when: userSaid("hello"), reply: reply(text("hi")) }]);
-      const server = await startFakeServer({ model });
-      for (const fault of everyAttempt(
-        chapter,
-        apiError(500, "api_error", "Internal server error"),
-      ))
-        server.failNext(fault);
-      const stdin = new PassThrough();
-      let typed = false;
-      try {
+    edge(
+      "a 500 re-queues the pending job with backoff, once; downtime is not replayed",
+      async () => {
+        const model = new ScriptedModel([{ when: userSaid("hello"), reply: reply(text("hi")) }]);
+        const server = await startFakeServer({ model });
+        for (const fault of everyAttempt(
+          chapter,
+          apiError(500, "api_error", "Internal server error"),
+        ))
+          server.failNext(fault);
+        const stdin = new PassThrough();
+        let typed = false;
+        try {
+          const run = await runChapter(chapter, {
+            server,
+            stdin,
+            env: { HARNESS_CLOCK_START: "2026-03-01T09:00:30" },
+            files: {
+              [CRON_FILE]: fileOf([
+                saved("cron_0000000a", {
+                  cron: "0 3 * * *",
+                  prompt: "night job",
+                  pending_delivery: true,
+                  last_fired: "2026-03-01 03:00",
+                }),
+                saved("cron_0000000b", {
+                  cron: "0 8 * * *",
+                  prompt: "missed",
+                  last_fired: "2026-02-28 08:00",
+                }),
+              ]),
+            },
+            onOutput: (out: Capture) => {
+              void out
+                .waitFor("next try in 30s")
+                .then(() => {
+                  typed = true;
+                  stdin.write("hello\n");
+                  return out.waitFor("hi");
+                })
+                .then(() => sleep(700))
+                .then(() => stdin.end());
+            },
+          });
+          expect(typed).toBe(true);
+          const bodies = server.requests.map((r) => r.body as Request);
+          // The scheduled turn's call, tried as often as the chapter tries one call.
+          const tries = Array<string>(attemptsPerCall(chapter)).fill("scheduled");
+          expect(bodies.map((r) => (isScheduled(r) ? "scheduled" : "user"))).toEqual([
+            ...tries,
+            "user",
+          ]);
+          // The failed turn was discarded: the user turn's history holds only its own line.
+          expect(bodies.at(-1)!.messages).toEqual([{ role: "user", content: "hello" }]);
+          const out = run.output;
+          expect(out).toContain("[cron] loaded 2 durable job(s); 1 pending, re-queued");
+          expect(out).toMatch(
+            /API error 500 api_error: Internal server error \(this turn was discarded/,
+          );
+          expect(out).toContain(
+            "  [cron] delivery failed: cron_0000000a back in the queue; next try in 30s",
+          );
+          expect(out).not.toContain("cron_0000000b:");
+          const onDisk = JSON.parse(readFileSync(path.join(run.workdir, CRON_FILE), "utf8"));
+          expect(onDisk[0]).toMatchObject({ id: "cron_0000000a", pending_delivery: true });
+          expect(onDisk[1]).toMatchObject({
+            pending_delivery: false,
+            last_fired: "2026-02-28 08:00",
+          });
+        } finally {
+          await server.close();
+        }
+      },
+    );
+
+    edge(
+      "R16: a scheduled turn never asks: an approval-needing call is denied, an allow rule lets one through",
+      async () => {
+        const stdin = Object.assign(new PassThrough(), { isTTY: true });
         const run = await runChapter(chapter, {
-          server,
           stdin,
           env: { HARNESS_CLOCK_START: "2026-03-01T09:00:30" },
           files: {
+            "notes.txt": "keep me",
+            "allowed.txt": "remove me",
+            ".claude/settings.json": JSON.stringify({
+              permissions: { allow: ["Bash(rm allowed.txt)"] },
+            }),
             [CRON_FILE]: fileOf([
-              saved("cron_0000000a", {
-                cron: "0 3 * * *",
-                prompt: "night job",
-                pending_delivery: true,
-                last_fired: "2026-03-01 03:00",
-              }),
-              saved("cron_0000000b", {
-                cron: "0 8 * * *",
-                prompt: "missed",
-                last_fired: "2026-02-28 08:00",
-              }),
+              saved("cron_0000000a", { prompt: "clean up", pending_delivery: true }),
             ]),
           },
-          onOutput: (out: Capture) => {
-            void out
-              .waitFor("next try in 30s")
-              .then(() => {
-                typed = true;
-                stdin.write("hello\n");
-                return out.waitFor("hi");
-              })
-              .then(() => sleep(700))
-              .then(() => stdin.end());
+          onOutput: (out) => {
+            void out.waitFor("CLEANED").then(() => stdin.end());
           },
+          steps: [
+            {
+              when: isScheduled,
+              reply: reply(
+                toolUse("bash", { command: "rm notes.txt" }),
+                toolUse("bash", { command: "rm allowed.txt" }),
+              ),
+            },
+            { when: afterTools, reply: reply(text("CLEANED")) },
+          ],
         });
-        expect(typed).toBe(true);
-        const bodies = server.requests.map((r) => r.body as Request);
-        // The scheduled turn's call, tried as often as the chapter tries one call.
-        const tries = Array<string>(attemptsPerCall(chapter)).fill("scheduled");
-        expect(bodies.map((r) => (isScheduled(r) ? "scheduled" : "user"))).toEqual([
-          ...tries,
-          "user",
-        ]);
-        // The failed turn was discarded: the user turn's history holds only its own line.
-        expect(bodies.at(-1)!.messages).toEqual([{ role: "user", content: "hello" }]);
-        const out = run.output;
-        expect(out).toContain("[cron] loaded 2 durable job(s); 1 pending, re-queued");
-        expect(out).toMatch(
-          /API error 500 api_error: Internal server error \(this turn was discarded/,
-        );
-        expect(out).toContain(
-          "  [cron] delivery failed: cron_0000000a back in the queue; next try in 30s",
-        );
-        expect(out).not.toContain("cron_0000000b:");
-        const onDisk = JSON.parse(readFileSync(path.join(run.workdir, CRON_FILE), "utf8"));
-        expect(onDisk[0]).toMatchObject({ id: "cron_0000000a", pending_delivery: true });
-        expect(onDisk[1]).toMatchObject({
+        const [denied, allowed] = lastToolResults(run.requests[1]!);
+        expect(denied).toMatchObject({
+          is_error: true,
+          content:
+            "Permission denied: approval needed (Potentially destructive command: rm) but a scheduled turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
+        });
+        expect(allowed!.is_error).toBeUndefined();
+        expect(existsSync(path.join(run.workdir, "notes.txt"))).toBe(true);
+        expect(existsSync(path.join(run.workdir, "allowed.txt"))).toBe(false);
+        expect(run.output).not.toContain("Allow? [y/N]");
+      },
+    );
+
+    edge(
+      "R17 through the chapter: a restart in the same minute does not deliver the job again",
+      async () => {
+        const workdir = tempWorkspace("cron-restart-cli");
+        writeFiles(workdir, {
+          [CRON_FILE]: fileOf([saved("cron_0000000a", { prompt: "once a day" })]),
+        });
+        const first = await runHeld(chapter, {
+          workdir,
+          env: { HARNESS_CLOCK_START: "2026-03-01T09:00:05" },
+          lines: [],
+          until: "DELIVERED",
+          steps: [{ when: isScheduled, reply: reply(text("DELIVERED")) }],
+        });
+        expect(first.requests.filter(isScheduled)).toHaveLength(1);
+        const second = await runHeld(chapter, {
+          workdir,
+          env: { HARNESS_CLOCK_START: "2026-03-01T09:00:20" },
+          lines: [],
+          until: "[cron] loaded 1 durable job(s)",
+          thenMs: 1300,
+        });
+        expect(second.requests).toEqual([]);
+        expect(second.output).not.toContain("[cron] due");
+        expect(JSON.parse(readFileSync(path.join(workdir, CRON_FILE), "utf8"))[0]).toMatchObject({
+          last_fired: "2026-03-01 09:00",
           pending_delivery: false,
-          last_fired: "2026-02-28 08:00",
         });
-      } finally {
-        await server.close();
-      }
-    });
+      },
+    );
 
-    it("R16: a scheduled turn never asks: an approval-needing call is denied, an allow rule lets one through", async () => {
-      const stdin = Object.assign(new PassThrough(), { isTTY: true });
-      const run = await runChapter(chapter, {
-        stdin,
-        env: { HARNESS_CLOCK_START: "2026-03-01T09:00:30" },
-        files: {
-          "notes.txt": "keep me",
-          "allowed.txt": "remove me",
-          ".claude/settings.json": JSON.stringify({
-            permissions: { allow: ["Bash(rm allowed.txt)"] },
-          }),
-          [CRON_FILE]: fileOf([
-            saved("cron_0000000a", { prompt: "clean up", pending_delivery: true }),
-          ]),
-        },
-        onOutput: (out) => {
-          void out.waitFor("CLEANED").then(() => stdin.end());
-        },
-        steps: [
-          {
-            when: isScheduled,
-            reply: reply(
-              toolUse("bash", { command: "rm notes.txt" }),
-              toolUse("bash", { command: "rm allowed.txt" }),
-            ),
-          },
-          { when: afterTools, reply: reply(text("CLEANED")) },
-        ],
-      });
-      const [denied, allowed] = lastToolResults(run.requests[1]!);
-      expect(denied).toMatchObject({
-        is_error: true,
-        content:
-          "Permission denied: approval needed (Potentially destructive command: rm) but a scheduled turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
-      });
-      expect(allowed!.is_error).toBeUndefined();
-      expect(existsSync(path.join(run.workdir, "notes.txt"))).toBe(true);
-      expect(existsSync(path.join(run.workdir, "allowed.txt"))).toBe(false);
-      expect(run.output).not.toContain("Allow? [y/N]");
-    });
+    edge(
+      "R14 through the chapter: a corrupt file is reported and left alone; a session job still runs",
+      async () => {
+        const corrupt = '{"jobs": []}\n';
+        const run = await runHeld(chapter, {
+          env: { HARNESS_CLOCK_START: "2026-03-01T09:00:10" },
+          files: { [CRON_FILE]: corrupt },
+          lines: ["schedule both"],
+          until: "SESSION JOB RAN",
+          steps: [
+            {
+              when: userSaid("schedule both"),
+              reply: reply(
+                toolUse("schedule_cron", { cron: "* * * * *", prompt: "durable one" }),
+                toolUse("schedule_cron", {
+                  cron: "* * * * *",
+                  prompt: "session one",
+                  durable: false,
+                }),
+              ),
+            },
+            { when: (r) => afterTools(r) && !mentionsScheduled(r), reply: reply(text("ok")) },
+            { when: isScheduled, reply: reply(text("SESSION JOB RAN")) },
+          ],
+        });
+        const [durable, session] = results(run.requests[1]!);
+        expect(durable).toEqual([
+          "Error: .harness/cron.json is unreadable (not a JSON array); fix or move it to use durable jobs",
+          true,
+        ]);
+        expect(String(session![0])).toMatch(
+          /^Scheduled cron_[0-9a-f]{8}: \* \* \* \* \* -> session one$/,
+        );
+        expect(run.output).toContain("[cron] could not load .harness/cron.json: not a JSON array");
+        expect(run.requests.find(isScheduled)!.messages.at(-1)!.content).toEqual([
+          { type: "text", text: "[Scheduled] session one" },
+        ]);
+        expect(readFileSync(path.join(run.workdir, CRON_FILE), "utf8")).toBe(corrupt);
+      },
+    );
 
-    it("R17 through the chapter: a restart in the same minute does not deliver the job again", async () => {
-      const workdir = tempWorkspace("cron-restart-cli");
-      writeFiles(workdir, {
-        [CRON_FILE]: fileOf([saved("cron_0000000a", { prompt: "once a day" })]),
-      });
-      const first = await runHeld(chapter, {
-        workdir,
-        env: { HARNESS_CLOCK_START: "2026-03-01T09:00:05" },
-        lines: [],
-        until: "DELIVERED",
-        steps: [{ when: isScheduled, reply: reply(text("DELIVERED")) }],
-      });
-      expect(first.requests.filter(isScheduled)).toHaveLength(1);
-      const second = await runHeld(chapter, {
-        workdir,
-        env: { HARNESS_CLOCK_START: "2026-03-01T09:00:20" },
-        lines: [],
-        until: "[cron] loaded 1 durable job(s)",
-        thenMs: 1300,
-      });
-      expect(second.requests).toEqual([]);
-      expect(second.output).not.toContain("[cron] due");
-      expect(JSON.parse(readFileSync(path.join(workdir, CRON_FILE), "utf8"))[0]).toMatchObject({
-        last_fired: "2026-03-01 09:00",
-        pending_delivery: false,
-      });
-    });
-
-    it("R14 through the chapter: a corrupt file is reported and left alone; a session job still runs", async () => {
-      const corrupt = '{"jobs": []}\n';
-      const run = await runHeld(chapter, {
-        env: { HARNESS_CLOCK_START: "2026-03-01T09:00:10" },
-        files: { [CRON_FILE]: corrupt },
-        lines: ["schedule both"],
-        until: "SESSION JOB RAN",
-        steps: [
-          {
-            when: userSaid("schedule both"),
-            reply: reply(
-              toolUse("schedule_cron", { cron: "* * * * *", prompt: "durable one" }),
-              toolUse("schedule_cron", {
-                cron: "* * * * *",
-                prompt: "session one",
-                durable: false,
-              }),
-            ),
-          },
-          { when: (r) => afterTools(r) && !mentionsScheduled(r), reply: reply(text("ok")) },
-          { when: isScheduled, reply: reply(text("SESSION JOB RAN")) },
-        ],
-      });
-      const [durable, session] = results(run.requests[1]!);
-      expect(durable).toEqual([
-        "Error: .harness/cron.json is unreadable (not a JSON array); fix or move it to use durable jobs",
-        true,
-      ]);
-      expect(String(session![0])).toMatch(
-        /^Scheduled cron_[0-9a-f]{8}: \* \* \* \* \* -> session one$/,
-      );
-      expect(run.output).toContain("[cron] could not load .harness/cron.json: not a JSON array");
-      expect(run.requests.find(isScheduled)!.messages.at(-1)!.content).toEqual([
-        { type: "text", text: "[Scheduled] session one" },
-      ]);
-      expect(readFileSync(path.join(run.workdir, CRON_FILE), "utf8")).toBe(corrupt);
-    });
-
-    it("rejects a HARNESS_CLOCK_START that is not a local date-time", async () => {
+    edge("rejects a HARNESS_CLOCK_START that is not a local date-time", async () => {
       const run = await runChapter(chapter, {
         env: { HARNESS_CLOCK_START: "next tuesday" },
         prompts: [],
