@@ -949,4 +949,21 @@ export const MUTATIONS: Mutation[] = [
     description: "Ctrl-C during an MCP call waits for the call's timeout; the server is never told",
     tests: ["interrupt.test.ts"],
   },
+  {
+    id: "s15-stages-hooks-before-permissions",
+    file: `${S15}/main.ts`,
+    search: "    permissionsMechanism(harness),\n    hooksMechanism(harness),",
+    replace: "    hooksMechanism(harness),\n    permissionsMechanism(harness),",
+    description: "PreToolUse hooks run before the permission gate, so a denied call reaches them",
+    tests: ["stages.test.ts"],
+  },
+  {
+    id: "s15-permission-denial-unnamed",
+    file: `${S15}/permissions.ts`,
+    search: '    if (teammate || run.turn !== "user") {',
+    replace: "    if (teammate) {",
+    description:
+      "a scheduled, team-event or background turn denies without saying which turn it was",
+    tests: ["permissions.test.ts"],
+  },
 ];

@@ -95,6 +95,10 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
     until: "s15",
     why: "s15's recovery.ts retries 429, 529, 5xx and lost connections up to three times on every model call",
   },
+  "a turn nobody typed denies without naming itself": {
+    until: "s15",
+    why: "from s15 each such denial also prints `[permission] denied (<kind> turn): <call>` (permissions.ts)",
+  },
   "block list": {
     until: "s03",
     why: "s03 replaces guard.ts (block list + workspace refusal) with the permission pipeline",

@@ -142,6 +142,12 @@ async function approve(
         ? "ask lead to run it, or add an allow rule in .claude/settings.json."
         : "an allow rule in .claude/settings.json can permit this call.");
     notice(options, run, `[denied] ${message}`, "warn");
+    // Nobody sees a question in a turn no one typed: one line says which turn denied what.
+    if (teammate || run.turn !== "user") {
+      const kind = teammate ? "teammate" : run.turn === "team" ? "team-event" : run.turn;
+      const shown = `${call.name}(${JSON.stringify(call.input)})`;
+      notice(options, run, `[permission] denied (${kind} turn): ${shown}`, "warn");
+    }
     record(
       options,
       run,
