@@ -30,6 +30,7 @@ import {
   BASE_TOOLS,
   chapterDir,
   chaptersFrom,
+  edgeCase,
   importChapter,
   moduleVersions,
   S10_TOOLS,
@@ -111,6 +112,10 @@ function startClaimer(storeFile: string, owner: string) {
 const MODULE_CHAPTERS = new Set(
   moduleVersions("s10", ["tasks.ts", "tasks-store.ts"]).map((c) => c.id),
 );
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). harness.ts
+// (with repl.ts) dispatches /tasks and prints the banner; tasks.ts and its store render them.
+const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts", "harness.ts"]);
 
 describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
   let tasks: typeof TasksModule;
@@ -827,7 +832,12 @@ describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
 
   // -------------------------------------------------------------------------------------
   // Each test runs its own chapter, workspace and server: they wait side by side.
+  // The contract, on every chapter: the fifteen tools and the Tasks section in this
+  // composition, and the tools at work in its loop. The edge case (/tasks and the start
+  // banner over corrupt and missing files) runs where TASKS differ and on the newest chapter.
   describe.concurrent("through the chapter", () => {
+    const edge = edgeCase(chapter, TASKS);
+
     it("offers the fifteen tools to the main agent, the five base tools to a subagent; the Tasks section before Memory", async () => {
       const run = await runChapter(chapter, {
         prompts: ["delegate"],
@@ -933,44 +943,47 @@ describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
       expect(run.output).toContain("planned");
     });
 
-    it("/tasks prints the counts and each task with its blockers' status, with no model call", async () => {
-      const workdir = tempWorkspace("tasks-cmd");
-      const t = setup({ workdir });
-      const ids = ["0000000a", "0000000b", "0000000c"];
-      const seeded = setup({ workdir, newId: () => ids.shift()! });
-      const a = await seeded.create("schema");
-      const b = await seeded.create("api");
-      const c = await seeded.create("docs");
-      await seeded.depend(b, a);
-      await seeded.depend(c, a, b);
-      await seeded.call("claim_task", { task_id: a });
-      await seeded.call("complete_task", { task_id: a });
-      t.seed({
-        "task_0000000d.json": taskJson("task_0000000d", {
-          subject: "lost",
-          blockedBy: ["task_99999999"],
-        }),
-        "task_0000000e.json": "{",
-      });
-      const run = await runChapter(chapter, { workdir, prompts: ["/tasks"] });
-      expect(run.requests).toHaveLength(0);
-      expect(run.output).toContain(
-        "[tasks] 4 task(s) in .harness/tasks: 3 pending, 0 in_progress, 1 completed, 1 unreadable file(s); /tasks shows them",
-      );
-      expect(run.output).toContain(
-        [
-          "pending: 3",
-          "in_progress: 0",
-          "completed: 1",
-          `[x] ${a} (p5): schema [completed] [agent]`,
-          `[ ] ${b} (p5): api [pending] (blockedBy: ${a} [completed])`,
-          `[ ] ${c} (p5): docs [pending] (blockedBy: ${a} [completed], ${b} [pending])`,
-          "[ ] task_0000000d (p5): lost [pending] (blockedBy: task_99999999 [missing])",
-          "[!] .harness/tasks/task_0000000e.json: invalid JSON (",
-        ].join("\n"),
-      );
-      expect(run.output).toMatch(/task_0000000e\.json: invalid JSON \(.*\) \(skipped\)\n/);
-      expect(readFileSync(path.join(t.dir, "task_0000000e.json"), "utf8")).toBe("{");
-    });
+    edge(
+      "/tasks prints the counts and each task with its blockers' status, with no model call",
+      async () => {
+        const workdir = tempWorkspace("tasks-cmd");
+        const t = setup({ workdir });
+        const ids = ["0000000a", "0000000b", "0000000c"];
+        const seeded = setup({ workdir, newId: () => ids.shift()! });
+        const a = await seeded.create("schema");
+        const b = await seeded.create("api");
+        const c = await seeded.create("docs");
+        await seeded.depend(b, a);
+        await seeded.depend(c, a, b);
+        await seeded.call("claim_task", { task_id: a });
+        await seeded.call("complete_task", { task_id: a });
+        t.seed({
+          "task_0000000d.json": taskJson("task_0000000d", {
+            subject: "lost",
+            blockedBy: ["task_99999999"],
+          }),
+          "task_0000000e.json": "{",
+        });
+        const run = await runChapter(chapter, { workdir, prompts: ["/tasks"] });
+        expect(run.requests).toHaveLength(0);
+        expect(run.output).toContain(
+          "[tasks] 4 task(s) in .harness/tasks: 3 pending, 0 in_progress, 1 completed, 1 unreadable file(s); /tasks shows them",
+        );
+        expect(run.output).toContain(
+          [
+            "pending: 3",
+            "in_progress: 0",
+            "completed: 1",
+            `[x] ${a} (p5): schema [completed] [agent]`,
+            `[ ] ${b} (p5): api [pending] (blockedBy: ${a} [completed])`,
+            `[ ] ${c} (p5): docs [pending] (blockedBy: ${a} [completed], ${b} [pending])`,
+            "[ ] task_0000000d (p5): lost [pending] (blockedBy: task_99999999 [missing])",
+            "[!] .harness/tasks/task_0000000e.json: invalid JSON (",
+          ].join("\n"),
+        );
+        expect(run.output).toMatch(/task_0000000e\.json: invalid JSON \(.*\) \(skipped\)\n/);
+        expect(readFileSync(path.join(t.dir, "task_0000000e.json"), "utf8")).toBe("{");
+      },
+    );
   });
 });

@@ -20,7 +20,7 @@ import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
-import { chaptersFrom, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
+import { chaptersFrom, edgeCase, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
 import { endsWithin, waitForPid } from "./helpers/process.ts";
 import {
   lastToolResults,
@@ -384,10 +384,26 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
   },
 );
 
-const TEAMS_MODULE = new Set(moduleVersions("s13", ["teams.ts"]).map((c) => c.id));
+// Through the chapter, edge cases run where these modules differ and on the newest chapter;
+// the rest runs on every chapter (runsEdgeCases in chapters.ts). teams.ts brings the mailbox,
+// protocols, worktrees and the task store with it; permissions.ts words a teammate's denial,
+// bash.ts and tools.ts run its calls in the worktree, harness.ts (with loop.ts) drives them.
+const TEAMS = moduleVersions("s13", [
+  "teams.ts",
+  "permissions.ts",
+  "bash.ts",
+  "tools.ts",
+  "harness.ts",
+]);
 
 // Each test runs its own chapter, workspace and server: they wait side by side.
+// The contract, on every chapter: the lead's and a teammate's tools and prompts with team
+// events as a turn of their own, the board, and a clean exit. The edge cases (spawn's
+// refusals, the plan gate, the work-phase cap with a denied call, worktrees) run where
+// TEAMS differ and on the newest chapter.
 describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) => {
+  const edge = edgeCase(chapter, TEAMS);
+
   it("the lead has 25 tools and the Team section; a teammate 11 tools, its section, no Memory; events are a turn of their own", async () => {
     const steps: ScriptStep[] = [
       {
@@ -458,64 +474,67 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
     expect(run.code).toBe(0);
   });
 
-  it("spawn refuses bad and reserved names, duplicates, a sixth teammate and an unclaimable task, leaving no registration", async () => {
-    const spawn = (name: string, extra = {}) =>
-      toolUse("spawn_teammate", { name, role: "dev", prompt: "Wait.", ...extra });
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "go",
-        reply: reply(
-          spawn("bad name!"),
-          spawn("Lead"),
-          spawn("AGENT"),
-          spawn("ghost", { task_id: "task_0000dead" }),
-          ...["a1", "a2", "a3", "a4", "a5"].map((n) => spawn(n)),
-          spawn("A1"),
-          spawn("a6"),
-          toolUse("list_teammates", {}),
-          toolUse("send_message", { to: "dave", content: "hi" }),
-          toolUse("request_shutdown", { teammate: "dave" }),
-          toolUse("request_plan", { teammate: "dave", task: "x" }),
-          toolUse("review_plan", { request_id: "req_000000", approve: true }),
-          toolUse("create_worktree", { name: "../escape", task_id: "task_0000dead" }),
-        ),
-      },
-      { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("REFUSALS SEEN")) },
-      ...["a1", "a2", "a3", "a4", "a5"].map((n) => ({
-        when: firstOf(n),
-        reply: reply(text(`${n} ready`)),
-      })),
-      ...noted(),
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      typing: [{ line: "go" }, { after: "REFUSALS SEEN", line: null }],
-    });
-    const out = results(run.requests.find((r) => isLead(r) && results(r).length > 0)!);
-    expect(out.slice(0, 4)).toEqual([
-      "Error: Invalid teammate name: use 1-64 letters, digits, underscores, or dashes",
-      "Error: 'Lead' is reserved by the runtime",
-      "Error: 'AGENT' is reserved by the runtime",
-      "Error: Cannot spawn teammate 'ghost': Task not found: task_0000dead",
-    ]);
-    expect(out[4]).toBe(
-      "Teammate 'a1' spawned as dev without an initial Task. End this turn; the runtime will deliver its events.",
-    );
-    expect(out.slice(9, 11)).toEqual([
-      "Error: Teammate 'a1' already exists",
-      "Error: Team is full (5 active teammates)",
-    ]);
-    expect(out[11]).toBe("a1: working\na2: working\na3: working\na4: working\na5: working");
-    expect(out.slice(12)).toEqual([
-      "Error: Teammate 'dave' is not active",
-      "Error: Teammate 'dave' is not active",
-      "Error: Teammate 'dave' is not active",
-      "Error: Request req_000000 not found",
-      "Error: worktree name must be 1-64 letters, digits, dots, underscores, or dashes, and start with a letter or digit",
-    ]);
-    expect(run.code).toBe(0);
-  });
+  edge(
+    "spawn refuses bad and reserved names, duplicates, a sixth teammate and an unclaimable task, leaving no registration",
+    async () => {
+      const spawn = (name: string, extra = {}) =>
+        toolUse("spawn_teammate", { name, role: "dev", prompt: "Wait.", ...extra });
+      const steps: ScriptStep[] = [
+        {
+          when: (r) => isLead(r) && lastText(r) === "go",
+          reply: reply(
+            spawn("bad name!"),
+            spawn("Lead"),
+            spawn("AGENT"),
+            spawn("ghost", { task_id: "task_0000dead" }),
+            ...["a1", "a2", "a3", "a4", "a5"].map((n) => spawn(n)),
+            spawn("A1"),
+            spawn("a6"),
+            toolUse("list_teammates", {}),
+            toolUse("send_message", { to: "dave", content: "hi" }),
+            toolUse("request_shutdown", { teammate: "dave" }),
+            toolUse("request_plan", { teammate: "dave", task: "x" }),
+            toolUse("review_plan", { request_id: "req_000000", approve: true }),
+            toolUse("create_worktree", { name: "../escape", task_id: "task_0000dead" }),
+          ),
+        },
+        { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("REFUSALS SEEN")) },
+        ...["a1", "a2", "a3", "a4", "a5"].map((n) => ({
+          when: firstOf(n),
+          reply: reply(text(`${n} ready`)),
+        })),
+        ...noted(),
+      ];
+      const run = await runTyped(chapter, {
+        steps,
+        env: TEAM,
+        typing: [{ line: "go" }, { after: "REFUSALS SEEN", line: null }],
+      });
+      const out = results(run.requests.find((r) => isLead(r) && results(r).length > 0)!);
+      expect(out.slice(0, 4)).toEqual([
+        "Error: Invalid teammate name: use 1-64 letters, digits, underscores, or dashes",
+        "Error: 'Lead' is reserved by the runtime",
+        "Error: 'AGENT' is reserved by the runtime",
+        "Error: Cannot spawn teammate 'ghost': Task not found: task_0000dead",
+      ]);
+      expect(out[4]).toBe(
+        "Teammate 'a1' spawned as dev without an initial Task. End this turn; the runtime will deliver its events.",
+      );
+      expect(out.slice(9, 11)).toEqual([
+        "Error: Teammate 'a1' already exists",
+        "Error: Team is full (5 active teammates)",
+      ]);
+      expect(out[11]).toBe("a1: working\na2: working\na3: working\na4: working\na5: working");
+      expect(out.slice(12)).toEqual([
+        "Error: Teammate 'dave' is not active",
+        "Error: Teammate 'dave' is not active",
+        "Error: Teammate 'dave' is not active",
+        "Error: Request req_000000 not found",
+        "Error: worktree name must be 1-64 letters, digits, dots, underscores, or dashes, and start with a letter or digit",
+      ]);
+      expect(run.code).toBe(0);
+    },
+  );
 
   it("the board: auto-claim by priority then ID, one task per owner, completion keeps the lease; /team and /tasks release", async () => {
     const files = {
@@ -601,92 +620,96 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
     });
   });
 
-  it("the plan gate blocks bash and writes until approved, not reads; completion waits for the plan", async () => {
-    const files = {
-      ...taskFile("task_0000beef", { subject: "careful" }),
-      "notes.txt": "read me\n",
-    };
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "plan first",
-        reply: reply(
-          toolUse("spawn_teammate", {
-            name: "bob",
-            role: "dev",
-            prompt: "Do it.",
-            task_id: "task_0000beef",
-            require_plan: true,
-          }),
-        ),
-      },
-      { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
-      {
-        when: firstOf("bob"),
-        reply: reply(
-          toolUse("bash", { command: "echo hi" }),
-          toolUse("write_file", { path: "x.txt", content: "x" }),
-          toolUse("read_file", { path: "notes.txt" }),
-          toolUse("complete_task", { task_id: "task_0000beef" }),
-          toolUse("submit_plan", { plan: "write x.txt" }),
-        ),
-      },
-      { when: (r) => is("bob")(r) && results(r).length === 5, reply: reply(text("waiting")) },
-      {
-        when: (r) => events(r) && lastText(r).includes("plan_approval_request"),
-        reply: (r) =>
-          reply(
-            toolUse("review_plan", {
-              request_id: /request_id=(req_\d+)/.exec(lastText(r))![1],
-              approve: true,
+  edge(
+    "the plan gate blocks bash and writes until approved, not reads; completion waits for the plan",
+    async () => {
+      const files = {
+        ...taskFile("task_0000beef", { subject: "careful" }),
+        "notes.txt": "read me\n",
+      };
+      const steps: ScriptStep[] = [
+        {
+          when: (r) => isLead(r) && lastText(r) === "plan first",
+          reply: reply(
+            toolUse("spawn_teammate", {
+              name: "bob",
+              role: "dev",
+              prompt: "Do it.",
+              task_id: "task_0000beef",
+              require_plan: true,
             }),
           ),
-      },
-      {
-        when: (r) => is("bob")(r) && lastText(r).startsWith("[Plan approved]"),
-        reply: reply(
-          toolUse("write_file", { path: "x.txt", content: "x" }),
-          toolUse("complete_task", { task_id: "task_0000beef" }),
-        ),
-      },
-      { when: (r) => is("bob")(r) && results(r).length === 2, reply: reply(text("BOB DONE")) },
-      ...noted(),
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      files,
-      typing: [{ line: "plan first" }, { after: "BOB DONE", line: null }],
-    });
-    const first = run.requests.find((r) => is("bob")(r) && results(r).length === 5)!;
-    const blocked =
-      "Blocked: plan status is required. Submit or revise the plan and wait for approval before changing the workspace.";
-    expect(results(first).slice(0, 4)).toEqual([
-      blocked,
-      blocked,
-      "read me",
-      "Error: Task task_0000beef cannot complete while plan status is required",
-    ]);
-    expect(results(first)[4]).toMatch(
-      /^Plan submitted \(req_\d{6}\)\. Wait for Lead's decision\.$/,
-    );
-    expect(run.requests.find(firstOf("bob"))!.messages[0]!.content).toBe(
-      `Do it.\n\n[Assigned task task_0000beef] careful\nWork directory: ${run.workdir}\n\n[Plan required] Submit a plan and wait for Lead approval before changing files or using bash.`,
-    );
-    // No result event while the plan waited: the lead first heard of bob through his plan.
-    const firstEvents = lastText(run.requests.find(events)!);
-    expect(firstEvents).toMatch(
-      /^\[Team events\]\n\[plan_approval_request request_id=req_\d+\] bob: write x\.txt$/,
-    );
-    expect(readFileSync(path.join(run.workdir, "x.txt"), "utf8")).toBe("x");
-    expect(readTask(run.workdir, "task_0000beef")).toMatchObject({
-      status: "completed",
-      owner: "bob",
-    });
-  });
+        },
+        { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
+        {
+          when: firstOf("bob"),
+          reply: reply(
+            toolUse("bash", { command: "echo hi" }),
+            toolUse("write_file", { path: "x.txt", content: "x" }),
+            toolUse("read_file", { path: "notes.txt" }),
+            toolUse("complete_task", { task_id: "task_0000beef" }),
+            toolUse("submit_plan", { plan: "write x.txt" }),
+          ),
+        },
+        { when: (r) => is("bob")(r) && results(r).length === 5, reply: reply(text("waiting")) },
+        {
+          when: (r) => events(r) && lastText(r).includes("plan_approval_request"),
+          reply: (r) =>
+            reply(
+              toolUse("review_plan", {
+                request_id: /request_id=(req_\d+)/.exec(lastText(r))![1],
+                approve: true,
+              }),
+            ),
+        },
+        {
+          when: (r) => is("bob")(r) && lastText(r).startsWith("[Plan approved]"),
+          reply: reply(
+            toolUse("write_file", { path: "x.txt", content: "x" }),
+            toolUse("complete_task", { task_id: "task_0000beef" }),
+          ),
+        },
+        { when: (r) => is("bob")(r) && results(r).length === 2, reply: reply(text("BOB DONE")) },
+        ...noted(),
+      ];
+      const run = await runTyped(chapter, {
+        steps,
+        env: TEAM,
+        files,
+        typing: [{ line: "plan first" }, { after: "BOB DONE", line: null }],
+      });
+      const first = run.requests.find((r) => is("bob")(r) && results(r).length === 5)!;
+      const blocked =
+        "Blocked: plan status is required. Submit or revise the plan and wait for approval before changing the workspace.";
+      expect(results(first).slice(0, 4)).toEqual([
+        blocked,
+        blocked,
+        "read me",
+        "Error: Task task_0000beef cannot complete while plan status is required",
+      ]);
+      expect(results(first)[4]).toMatch(
+        /^Plan submitted \(req_\d{6}\)\. Wait for Lead's decision\.$/,
+      );
+      expect(run.requests.find(firstOf("bob"))!.messages[0]!.content).toBe(
+        `Do it.\n\n[Assigned task task_0000beef] careful\nWork directory: ${run.workdir}\n\n[Plan required] Submit a plan and wait for Lead approval before changing files or using bash.`,
+      );
+      // No result event while the plan waited: the lead first heard of bob through his plan.
+      const firstEvents = lastText(run.requests.find(events)!);
+      expect(firstEvents).toMatch(
+        /^\[Team events\]\n\[plan_approval_request request_id=req_\d+\] bob: write x\.txt$/,
+      );
+      expect(readFileSync(path.join(run.workdir, "x.txt"), "utf8")).toBe("x");
+      expect(readTask(run.workdir, "task_0000beef")).toMatchObject({
+        status: "completed",
+        owner: "bob",
+      });
+    },
+  );
 
   // The cap is one module's constant: its many model calls run where that module differs.
-  if (TEAMS_MODULE.has(chapter.id)) {
-    it("a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board", async () => {
+  edge(
+    "a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board",
+    async () => {
       const steps: ScriptStep[] = [
         {
           when: (r) => isLead(r) && lastText(r) === "loop",
@@ -728,8 +751,8 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
         status: "pending",
         owner: null,
       });
-    });
-  }
+    },
+  );
 
   it("exit stops a working teammate: its command killed, its task back on the board, no lock, whole mailbox lines; hooks name it", async () => {
     const workdir = tempWorkspace("team-exit");
@@ -799,87 +822,90 @@ describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (
     });
   });
 
-  it("worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch", async () => {
-    const workdir = tempWorkspace("team-wt");
-    const git = (...args: string[]) =>
-      execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
-    git("init", "-q", "-b", "main");
-    writeFiles(workdir, { "README.md": "repo\n" });
-    git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
-    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
-    git("branch", "wt/taken");
-    writeFiles(workdir, {
-      ...taskFile("task_000a0001", { subject: "auth" }),
-      ...taskFile("task_000a0002", { subject: "claimed", status: "in_progress", owner: "agent" }),
-      ...taskFile("task_000a0003", { subject: "other" }),
-    });
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "worktree",
-        reply: reply(
-          toolUse("create_worktree", { name: "auth", task_id: "task_000a0001" }),
-          toolUse("create_worktree", { name: "busy", task_id: "task_000a0002" }),
-          toolUse("create_worktree", { name: "taken", task_id: "task_000a0003" }),
-          toolUse("create_worktree", { name: "auth", task_id: "task_000a0003" }),
-          toolUse("spawn_teammate", {
-            name: "erin",
-            role: "dev",
-            prompt: "Fix auth.",
-            task_id: "task_000a0001",
-          }),
-          toolUse("list_tasks", {}),
-        ),
-      },
-      { when: (r) => isLead(r) && results(r).length === 6, reply: reply(text("BOUND")) },
-      {
-        when: firstOf("erin"),
-        reply: reply(
-          toolUse("write_file", { path: "auth.txt", content: "fixed\n" }),
-          toolUse("bash", { command: "pwd" }),
-          toolUse("complete_task", { task_id: "task_000a0001" }),
-        ),
-      },
-      { when: (r) => is("erin")(r) && results(r).length === 3, reply: reply(text("ERIN DONE")) },
-      ...noted(),
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      workdir,
-      typing: [
-        { line: "worktree" },
-        { after: "ERIN DONE", line: "/worktree remove auth" },
-        { after: "uncommitted", line: "/worktree remove auth --discard" },
-        { after: "retained", line: null },
-      ],
-      limitMs: 15000,
-    });
-    const lead = results(run.requests.find((r) => isLead(r) && results(r).length === 6)!);
-    expect(lead[0]).toBe(
-      "Created worktree 'auth' at .harness/worktrees/auth on branch wt/auth for task_000a0001",
-    );
-    expect(lead.slice(1, 4)).toEqual([
-      "Error: Task task_000a0002 must be pending and unowned to bind a worktree",
-      "Error: Branch 'wt/taken' already exists",
-      "Error: Worktree 'auth' is already bound to task_000a0001",
-    ]);
-    expect(lead[5]).toContain("task_000a0001 (p5): auth [in_progress] [erin] (worktree: auth)");
-    const checkout = path.join(workdir, ".harness", "worktrees", "auth");
-    const erin = results(run.requests.find((r) => is("erin")(r) && results(r).length === 3)!);
-    expect(erin[1]).toBe(checkout);
-    expect(existsSync(path.join(workdir, "auth.txt"))).toBe(false);
-    expect(run.requests.find(firstOf("erin"))!.messages[0]!.content).toContain(
-      `Work directory: ${checkout}`,
-    );
-    expect(run.output).toContain(
-      "Error: worktree 'auth' has 1 uncommitted change(s); preserve or discard them manually",
-    );
-    expect(run.output).toContain("Worktree 'auth' removed; branch 'wt/auth' retained");
-    expect(existsSync(checkout)).toBe(false);
-    expect(git("branch", "--list", "wt/auth").trim()).toBe("wt/auth");
-    expect(readTask(workdir, "task_000a0001")).toMatchObject({
-      status: "completed",
-      worktree: null,
-    });
-  });
+  edge(
+    "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",
+    async () => {
+      const workdir = tempWorkspace("team-wt");
+      const git = (...args: string[]) =>
+        execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
+      git("init", "-q", "-b", "main");
+      writeFiles(workdir, { "README.md": "repo\n" });
+      git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
+      git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+      git("branch", "wt/taken");
+      writeFiles(workdir, {
+        ...taskFile("task_000a0001", { subject: "auth" }),
+        ...taskFile("task_000a0002", { subject: "claimed", status: "in_progress", owner: "agent" }),
+        ...taskFile("task_000a0003", { subject: "other" }),
+      });
+      const steps: ScriptStep[] = [
+        {
+          when: (r) => isLead(r) && lastText(r) === "worktree",
+          reply: reply(
+            toolUse("create_worktree", { name: "auth", task_id: "task_000a0001" }),
+            toolUse("create_worktree", { name: "busy", task_id: "task_000a0002" }),
+            toolUse("create_worktree", { name: "taken", task_id: "task_000a0003" }),
+            toolUse("create_worktree", { name: "auth", task_id: "task_000a0003" }),
+            toolUse("spawn_teammate", {
+              name: "erin",
+              role: "dev",
+              prompt: "Fix auth.",
+              task_id: "task_000a0001",
+            }),
+            toolUse("list_tasks", {}),
+          ),
+        },
+        { when: (r) => isLead(r) && results(r).length === 6, reply: reply(text("BOUND")) },
+        {
+          when: firstOf("erin"),
+          reply: reply(
+            toolUse("write_file", { path: "auth.txt", content: "fixed\n" }),
+            toolUse("bash", { command: "pwd" }),
+            toolUse("complete_task", { task_id: "task_000a0001" }),
+          ),
+        },
+        { when: (r) => is("erin")(r) && results(r).length === 3, reply: reply(text("ERIN DONE")) },
+        ...noted(),
+      ];
+      const run = await runTyped(chapter, {
+        steps,
+        env: TEAM,
+        workdir,
+        typing: [
+          { line: "worktree" },
+          { after: "ERIN DONE", line: "/worktree remove auth" },
+          { after: "uncommitted", line: "/worktree remove auth --discard" },
+          { after: "retained", line: null },
+        ],
+        limitMs: 15000,
+      });
+      const lead = results(run.requests.find((r) => isLead(r) && results(r).length === 6)!);
+      expect(lead[0]).toBe(
+        "Created worktree 'auth' at .harness/worktrees/auth on branch wt/auth for task_000a0001",
+      );
+      expect(lead.slice(1, 4)).toEqual([
+        "Error: Task task_000a0002 must be pending and unowned to bind a worktree",
+        "Error: Branch 'wt/taken' already exists",
+        "Error: Worktree 'auth' is already bound to task_000a0001",
+      ]);
+      expect(lead[5]).toContain("task_000a0001 (p5): auth [in_progress] [erin] (worktree: auth)");
+      const checkout = path.join(workdir, ".harness", "worktrees", "auth");
+      const erin = results(run.requests.find((r) => is("erin")(r) && results(r).length === 3)!);
+      expect(erin[1]).toBe(checkout);
+      expect(existsSync(path.join(workdir, "auth.txt"))).toBe(false);
+      expect(run.requests.find(firstOf("erin"))!.messages[0]!.content).toContain(
+        `Work directory: ${checkout}`,
+      );
+      expect(run.output).toContain(
+        "Error: worktree 'auth' has 1 uncommitted change(s); preserve or discard them manually",
+      );
+      expect(run.output).toContain("Worktree 'auth' removed; branch 'wt/auth' retained");
+      expect(existsSync(checkout)).toBe(false);
+      expect(git("branch", "--list", "wt/auth").trim()).toBe("wt/auth");
+      expect(readTask(workdir, "task_000a0001")).toMatchObject({
+        status: "completed",
+        worktree: null,
+      });
+    },
+  );
 });
