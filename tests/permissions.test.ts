@@ -522,7 +522,13 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
             "not a terminal; an allow rule in .claude/settings.json can permit this call.",
         );
         expect(g.printed()).toContain("[denied] Permission denied: approval needed");
+        expect(g.printed()).not.toContain("[permission] denied (");
       });
+
+      // From s15 a denial in a turn nobody typed adds one line that names the turn.
+      const unnamed = chaptersFrom("s01", "a turn nobody typed denies without naming itself");
+      const namesTurn = !unnamed.some((c) => c.id === chapter.id);
+      const lastLine = (g: { printed(): string }) => g.printed().split("\n").at(-1);
 
       it.each(["scheduled", "team", "background"] as const)(
         "never asks in a %s turn, even on a terminal, and says why",
@@ -537,6 +543,14 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
             isError: true,
             quiet: true,
           });
+          const kind = turn === "team" ? "team-event" : turn;
+          if (namesTurn) {
+            expect(lastLine(g)).toBe(
+              `[permission] denied (${kind} turn): bash({"command":"rm foo"})`,
+            );
+          } else {
+            expect(lastLine(g)).toMatch(/^\[denied\] /);
+          }
         },
       );
 
@@ -550,6 +564,11 @@ describe.each(chaptersFrom("s03"))("$id permissions", (chapter) => {
         );
         expect(g.records.map((r) => (r.data as { decision?: string }).decision)).toContain(
           "deny (teammate)",
+        );
+        expect(lastLine(g)).toEqual(
+          namesTurn
+            ? '[permission] denied (teammate turn): bash({"command":"rm foo"})'
+            : expect.stringMatching(/^\[denied\] /),
         );
       });
 
