@@ -330,12 +330,22 @@ describe.each(chaptersFrom("s11"))("$id background jobs", (chapter) => {
           env: { L3_COMPACT_PERSIST_THRESHOLD: "1000" },
           prompts: ["go"],
           steps: [
-            { when: userSaid("go"), reply: reply(bgCall("sleep 0.3; echo late")) },
+            // The job ends while the third command runs, however busy the machine: it waits
+            // for that command's go, and the command waits for its end (plus a moment for
+            // the harness to see it exit), so only the fourth request can carry it.
+            {
+              when: userSaid("go"),
+              reply: reply(bgCall("until [ -f go ]; do sleep 0.05; done; touch ended; echo late")),
+            },
             { when: afterTools, reply: reply(toolUse("bash", { command: "echo quick" })) },
-            // Long enough that the 0.3 s job has ended when these results go out, even on a busy machine.
             {
               when: afterTools,
-              reply: reply(toolUse("bash", { command: "sleep 1.2; seq 1 2000" })),
+              reply: reply(
+                toolUse("bash", {
+                  command:
+                    "touch go; until [ -f ended ]; do sleep 0.05; done; sleep 0.3; seq 1 2000",
+                }),
+              ),
             },
             { when: afterTools, reply: reply(text("ok")) },
           ],

@@ -1,4 +1,28 @@
+import path from "node:path";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * The suites that wait longest start first, so no worker is left alone with one at the end.
+ * vitest orders by the last run's timings, which a fresh clone (CI) does not have.
+ */
+const LONGEST = [
+  "cli.test.ts",
+  "loop.test.ts",
+  "background.test.ts",
+  "cron.test.ts",
+  "hooks.test.ts",
+];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const at = LONGEST.indexOf(path.basename(file.moduleId));
+      return at < 0 ? LONGEST.length : at;
+    };
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -14,5 +38,6 @@ export default defineConfig({
     // most files import the same ten-plus chapters, and reloading them per file was about a
     // sixth of the suite's time. Tests keep no module-level state that another file reads.
     isolate: false,
+    sequence: { sequencer: LongestFirst },
   },
 });
