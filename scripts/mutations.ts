@@ -33,6 +33,7 @@ const S11 = "chapters/s11-background/src";
 const S13 = "chapters/s13-teams/src";
 const S14 = "chapters/s14-mcp/src";
 const S15 = "chapters/s15-integrated/src";
+const S16 = "chapters/s16-workflow/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -965,5 +966,57 @@ export const MUTATIONS: Mutation[] = [
     description:
       "a scheduled, team-event or background turn denies without saying which turn it was",
     tests: ["permissions.test.ts"],
+  },
+  // ---------------------------------------------------------------- s16 workflow
+  {
+    id: "s16-workflow-journal-ignored",
+    file: `${S16}/workflow.ts`,
+    search: "    if (shared.journal.has(key)) {",
+    replace: "    if (false) {",
+    description: "a resumed run calls every agent again instead of replaying the journal",
+    tests: ["workflow.test.ts", "cli.test.ts"],
+  },
+  {
+    id: "s16-workflow-no-drain",
+    file: `${S16}/workflow.ts`,
+    search: "  const settled = await Promise.allSettled(work);",
+    replace:
+      '  const settled = await Promise.all(work).then((v) => v.map((value) => ({ status: "fulfilled" as const, value })));',
+    description: "a failed branch ends the run while its siblings still run (no drain)",
+    tests: ["workflow.test.ts"],
+  },
+  {
+    id: "s16-workflow-stale-lock-kept",
+    file: `${S16}/workflow.ts`,
+    search:
+      "      if (holder !== null && holder !== process.pid && processAlive(holder)) throw busy;",
+    replace: "      throw busy;",
+    description: "a lock left by a killed process blocks every later resume",
+    tests: ["workflow.test.ts", "cli.test.ts"],
+  },
+  {
+    id: "s16-workflow-resume-args-unchecked",
+    file: `${S16}/workflow.ts`,
+    search: "    if (givenArgs !== null && canonicalJson(givenArgs) !== canonicalJson(saved))",
+    replace: "    if (false)",
+    description: "a resume with other args runs against the old journal",
+    tests: ["workflow.test.ts"],
+  },
+  {
+    id: "s16-workflow-cap-counts-cached",
+    file: `${S16}/workflow.ts`,
+    search: "    const key = agentKey(label, prompt, schema);\n    if (shared.journal.has(key)) {",
+    replace:
+      '    const key = agentKey(label, prompt, schema);\n    if (shared.executed.count++ >= MAX_AGENT_CALLS) throw new Error("cap");\n    if (shared.journal.has(key)) {',
+    description: "replays from the journal count against the 1000-call cap",
+    tests: ["workflow.test.ts"],
+  },
+  {
+    id: "s16-workflow-no-resume-note",
+    file: `${S16}/workflow.ts`,
+    search: "          const runId = pending.shift();",
+    replace: "          const runId = undefined; pending.shift();",
+    description: "after Ctrl-C the model is not told which run to resume",
+    tests: ["workflow.test.ts"],
   },
 ];

@@ -33,6 +33,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s13", dir: "s13-teams", title: "Agent Teams" },
   { id: "s14", dir: "s14-mcp", title: "MCP Plugin" },
   { id: "s15", dir: "s15-integrated", title: "Integrated Harness" },
+  { id: "s16", dir: "s16-workflow", title: "Workflow Runtime" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */

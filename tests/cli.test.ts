@@ -19,7 +19,7 @@ import {
   toolUse,
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { BASE_TOOLS, type Chapter, chaptersFrom } from "./chapters.ts";
+import { BASE_TOOLS, CHAPTERS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
 import {
@@ -51,6 +51,10 @@ interface Scenario {
   env?: Record<string, string>;
   /** Keeps stdin open until stdout shows a text, then ends it or signals the chapter (runPnpm). */
   whenShown?: { text: string; action: "end input" | NodeJS.Signals };
+  /** The run is meant to be killed by `whenShown` (its exit status and pnpm's note aside). */
+  killed?: boolean;
+  /** Every answer of the fake API waits this long (so a kill lands mid-way). */
+  latencyMs?: number;
   /** Checks the run; `again` starts the chapter once more in the same workspace. */
   check(outcome: Outcome, again: (next: Scenario) => Promise<Outcome>): void | Promise<void>;
 }
@@ -579,10 +583,85 @@ SCENARIOS.s15 = {
   },
 };
 
+/** s16's workflow agents, answered from what each asks: one finding, confirmed. */
+const isAgent = (r: Request) =>
+  !withTools(r) && JSON.stringify(r.system).includes("focused workflow agent");
+const agentAnswer = (r: Request) => {
+  const prompt = String(r.messages[0]?.content);
+  if (prompt.startsWith("Review this change context for security"))
+    return reply(text('{"findings":[{"title":"injection","severity":"high"}]}'));
+  if (prompt.startsWith("Review this change context")) return reply(text('{"findings":[]}'));
+  return reply(text('{"isReal":true,"reason":"reproduced"}'));
+};
+const WORKFLOW_RESULT = /"launched":\{"status":"async_launched"/;
+
+SCENARIOS.s16 = {
+  title:
+    "a run killed mid-way resumes without redoing a finished call; a mismatched resume is refused",
+  input: "review the change\n",
+  latencyMs: 200,
+  steps: [
+    { when: isAgent, repeat: true, reply: agentAnswer },
+    {
+      when: lastIs("review the change"),
+      reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "+ sql" } })),
+    },
+  ],
+  // The first finished agent call is on disk when its line shows: the process dies there.
+  whenShown: { text: "status=done", action: "SIGKILL" },
+  killed: true,
+  async check(first, again) {
+    const dir = path.join(first.workdir, ".harness", "workflows");
+    const runId = readdirSync(dir)
+      .find((name) => /^wf_review-changes_[0-9a-f]{16}\.json$/.test(name))!
+      .slice(0, -".json".length);
+    const journaled = readFileSync(path.join(dir, `${runId}.journal.jsonl`), "utf8")
+      .trim()
+      .split("\n");
+    expect(journaled.length).toBeGreaterThanOrEqual(1);
+    expect(existsSync(path.join(dir, `${runId}.lock`))).toBe(true);
+    const resume = (args?: object) =>
+      reply(toolUse("Workflow", { name: "review-changes", resume_from_run_id: runId, ...args }));
+    const second = await again({
+      title: "run 2",
+      input: "resume it\n",
+      steps: [
+        { when: isAgent, repeat: true, reply: agentAnswer },
+        { when: lastIs("resume it"), reply: resume({ args: { changes: "other" } }) },
+        { when: (r) => withTools(r) && afterTools(r) && !resumed(r), reply: resume() },
+        { when: (r) => withTools(r) && resumed(r), reply: reply(text("resumed")) },
+      ],
+      check() {},
+    });
+    const main = second.requests.filter(withTools);
+    expect(lastToolResults(main[1]!)[0]).toMatchObject({
+      content: "Error: resume args do not match the original run",
+      is_error: true,
+    });
+    expect(second.stdout).toContain(`[workflow] ${runId}.lock was left by a process that is gone`);
+    const outcome = JSON.parse(String(lastToolResults(main[2]!)[0]!.content));
+    expect(outcome.task.status).toBe("completed");
+    expect(outcome.result.confirmed).toEqual([
+      { dimension: "security", title: "injection", severity: "high" },
+    ]);
+    // Four audits and one verification in all: what was journaled is not asked again.
+    const agents = second.requests.filter(isAgent);
+    expect(agents.length + journaled.length).toBe(5);
+    expect(outcome.task.usage.agents).toBe(agents.length);
+    const cached = second.stdout.split("\n").filter((line) => line.endsWith("status=cached"));
+    expect(cached).toHaveLength(journaled.length);
+  },
+};
+const resumed = (r: Request) =>
+  lastToolResults(r).some((b) => WORKFLOW_RESULT.test(String(b.content)));
+
 async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   const files = typeof scenario.files === "function" ? scenario.files(workdir) : scenario.files;
   writeFiles(workdir, files ?? {});
-  const server = await startFakeServer({ model: new ScriptedModel(scenario.steps) });
+  const server = await startFakeServer({
+    model: new ScriptedModel(scenario.steps),
+    ...(scenario.latencyMs ? { latencyMs: scenario.latencyMs } : {}),
+  });
   try {
     const run = await runPnpm(["--silent", "--filter", chapter.id, "start"], {
       input: scenario.input,
@@ -595,8 +674,12 @@ async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
       },
     });
     // What every chapter must do, whatever it is being asked.
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
+    if (scenario.killed) {
+      expect(run.code).not.toBe(0);
+    } else {
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+    }
     expect(run.stdout).toContain(`${chapter.id}: ${chapter.title}`);
     expect(run.stdout).toContain(`${chapter.id} >> ${scenario.input.split("\n")[0]}`);
     expect(server.requests.every((r) => r.rejected === null)).toBe(true);
@@ -621,7 +704,8 @@ describe.concurrent.each(chaptersFrom("s01"))("$id from the command line", (chap
   });
 });
 
-describe.each(chaptersFrom("s15"))("$id in a terminal", (chapter) => {
+// One process in a pseudo-terminal, on the newest chapter: Ctrl-C's meaning is cumulative.
+describe.each(CHAPTERS.slice(-1))("$id in a terminal", (chapter) => {
   it("Ctrl-C cancels the running turn and its command, the session goes on, and Ctrl-C at the prompt exits 0", async () => {
     const workdir = tempWorkspace(`cli-tty-${chapter.id}`);
     const server = await startFakeServer({

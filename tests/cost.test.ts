@@ -186,14 +186,18 @@ describe.concurrent.each(chaptersFrom("s15"))(
         steps: [{ reply: reply(text("hello")) }],
       });
       expect(run.received).toHaveLength(1);
-      const shown = run.output.split("s15 >> /context\n")[1]!.split("\n").slice(0, 4);
+      const shown = run.output.split(`${chapter.id} >> /context\n`)[1]!.split("\n").slice(0, 4);
       expect(shown[0]).toMatch(
         /^\[context\] the next request would carry about \d+ tokens \(\d+ characters\):$/,
       );
       expect(shown[1]).toMatch(/^ {2}system prompt {2}\d+ chars \(stable \d+, dynamic \d+\)$/);
+      // 26 tools from s15; a later chapter may add its own.
       expect(shown[2]).toMatch(
-        /^ {2}tools \(26\) {2}\d+ chars; largest: \w+ \d+, \w+ \d+, \w+ \d+$/,
+        /^ {2}tools \((\d+)\) {2}\d+ chars; largest: \w+ \d+, \w+ \d+, \w+ \d+$/,
       );
+      const offered = run.requests[0]!.tools!.length;
+      expect(offered).toBeGreaterThanOrEqual(26);
+      expect(shown[2]).toContain(`tools (${offered})`);
       expect(shown[3]).toMatch(
         /^ {2}messages \(2\) {2}\d+ chars: user 1 \(2\), assistant 1 \(\d+\)$/,
       );
@@ -213,7 +217,9 @@ describe.concurrent.each(chaptersFrom("s15"))(
       expect(usage).toMatch(/ · no price for local-model-7b$/);
       expect(usage).not.toContain("$");
       expect(run.output).toMatch(
-        /\ns15 >> \/cost\n\[cost\] session: in \d+ \/ out \d+ tokens.* \(1 call\) · no price for local-model-7b; prices as of /,
+        new RegExp(
+          `\\n${chapter.id} >> /cost\\n\\[cost\\] session: in \\d+ / out \\d+ tokens.* \\(1 call\\) · no price for local-model-7b; prices as of `,
+        ),
       );
     });
   },

@@ -144,6 +144,21 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       ["[max_tokens] the reply hit 8000", "  | 16000"],
     ],
   },
+  s16: {
+    contains: [
+      "  event      task_started       workflow=review-changes phases=Review,Verify resume=false",
+      "  progress   workflow_agent   label=audit:security phase=Review status=done",
+      "  progress   workflow_log     message=confirmed 2 real finding(s)",
+      "  event      task_started       workflow=review-changes phases=Review,Verify resume=true",
+      "  progress   workflow_agent   label=audit:security phase=Review status=cached",
+      "status=completed agents=0 tokens=0",
+    ],
+    order: [
+      ["status=done", "Two confirmed findings"],
+      ["Two confirmed findings", "status=cached"],
+      ["status=cached", "status=completed agents=0 tokens=0"],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

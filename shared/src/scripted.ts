@@ -64,6 +64,11 @@ export interface ScriptStep {
   /** Which requests this step answers; without it, only requests that offer tools. */
   when?: (req: MessageRequest) => boolean;
   reply: ScriptedAnswer | ((req: MessageRequest) => ScriptedAnswer);
+  /**
+   * Answers every request it matches and is never used up: a stand-in that replies from the
+   * request's content (s16's workflow agents, whose number and order a script decides).
+   */
+  repeat?: boolean;
 }
 
 /** The answer to a request no step matched when the request offers tools. */
@@ -134,14 +139,16 @@ export class ScriptedModel {
     this.used = this.steps.map(() => false);
   }
 
-  /** Steps not yet consumed. */
+  /** Steps not yet consumed (a repeating step never is, and is not counted). */
   get remaining(): number {
-    return this.used.filter((u) => !u).length;
+    return this.steps.filter((step, i) => !this.used[i] && !step.repeat).length;
   }
 
   /** Names (or indexes) of the steps not yet consumed, for failure messages. */
   get pending(): string[] {
-    return this.steps.flatMap((step, i) => (this.used[i] ? [] : [step.name ?? `step ${i}`]));
+    return this.steps.flatMap((step, i) =>
+      this.used[i] || step.repeat ? [] : [step.name ?? `step ${i}`],
+    );
   }
 
   /** Answers `req` with the first unconsumed step that matches it, and consumes that step. */
@@ -151,7 +158,7 @@ export class ScriptedModel {
       const step = this.steps[i]!;
       const matches = step.when ? step.when(req) : offersTools(req);
       if (!matches) continue;
-      this.used[i] = true;
+      if (!step.repeat) this.used[i] = true;
       const answer = typeof step.reply === "function" ? step.reply(req) : step.reply;
       return isScriptedReply(answer) ? withToolUseIds(answer, this.nextToolUseId) : answer;
     }

@@ -91,6 +91,18 @@ describe("ScriptedModel", () => {
     expect(model.unmatched).toHaveLength(1);
   });
 
+  it("answers every matching request with a repeating step, which never counts as pending", () => {
+    const model = new ScriptedModel([
+      { when: () => true, repeat: true, reply: (req) => reply(text(`re: ${lastUserText(req)}`)) },
+      { reply: reply(text("main")) },
+    ]);
+    expect(asReply(model.answer(sideCall("a"))).content).toEqual([text("re: a")]);
+    expect(asReply(model.answer(sideCall("b"))).content).toEqual([text("re: b")]);
+    expect(model.remaining).toBe(1);
+    expect(model.pending).toEqual(["step 1"]);
+    expect(model.unmatched).toEqual([]);
+  });
+
   it("calls function replies with the request", () => {
     const model = new ScriptedModel([
       { reply: (req) => reply(text(`echo: ${lastUserText(req)}`)) },
