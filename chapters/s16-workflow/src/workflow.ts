@@ -126,7 +126,7 @@ export function bundledWorkflows(): Registry {
 
 export function validateMeta(meta: unknown): WorkflowMeta {
   const object = asObject(meta);
-  if (!object || !object.name || !object.description)
+  if (!object?.name || !object.description)
     throw new WorkflowInputError("meta requires `name` and `description`");
   if (typeof object.name !== "string" || !NAME.test(object.name))
     throw new WorkflowInputError(`invalid workflow name ${JSON.stringify(object.name)}`);
