@@ -763,6 +763,31 @@ function checkShape(prev: Chapter, chapter: Chapter, allowed: Record<string, str
   return problems;
 }
 
+/** The mechanism factories main.ts lists, in order (`bashMechanism`, `filesMechanism` …). */
+export function mechanismList(mainSource: string): string[] {
+  const start = mainSource.indexOf("runHarness(");
+  if (start < 0) return [];
+  return [...mainSource.slice(start).matchAll(/\b(\w+Mechanism)\(/g)].map((m) => m[1]!);
+}
+
+/**
+ * The list rule: from s05 on, a chapter's main.ts lists the previous chapter's mechanisms in
+ * the same order, then its own. With the shape rule this makes a chapter's composition the
+ * previous one's plus its mechanism, which is why a suite that runs through `main` is carried
+ * only to the chapters whose modules differ and to the newest (tests/chapters.ts, `carried`).
+ */
+function checkList(prev: Chapter, chapter: Chapter): string[] {
+  const before = mechanismList(readMaybe(path.join(prev.dir, "src/main.ts"))?.toString() ?? "");
+  const after = mechanismList(readMaybe(path.join(chapter.dir, "src/main.ts"))?.toString() ?? "");
+  if (before.length === 0 && after.length === 0) return [];
+  const kept = before.every((name, i) => after[i] === name);
+  if (kept && after.length > before.length) return [];
+  return [
+    `list: chapters/${chapter.folder}/src/main.ts lists ${after.join(", ") || "no mechanisms"}; ` +
+      `it must list ${prev.id}'s ${before.join(", ")} in that order, then its own`,
+  ];
+}
+
 /** A code line that stands for lines left out of an excerpt. */
 const ELISION = /^\s*(?:\/\/|#)\s*(?:…|\.\.\.)\s*$/;
 
@@ -919,6 +944,7 @@ export function checkCourse(root: string): string[] {
     const chapter = chapters[i];
     if (prev === undefined || chapter === undefined || chapter.num < SHAPE_FROM) continue;
     problems.push(...checkShape(prev, chapter, edits[chapter.id] ?? {}));
+    problems.push(...checkList(prev, chapter));
   }
   for (let i = 1; i + 1 < chapters.length; i++) {
     const prev = chapters[i - 1];

@@ -172,6 +172,24 @@ export function runsEdgeCases(chapter: Chapter, modules: Chapter[]): boolean {
   return chapter === CHAPTERS.at(-1) || modules.some((c) => c.id === chapter.id);
 }
 
+/**
+ * The chapters of `range` a suite that runs through `main` is carried to: where the modules
+ * that decide it differ (`modules`, from `moduleVersions`; a mechanism's first chapter always
+ * is one) and the newest chapter of `range`. A chapter in between runs byte-identical copies
+ * of those files in a composition that `course check` proves is the previous chapter's list
+ * of mechanisms plus its own, in the same order; a later mechanism that breaks an earlier
+ * one breaks it in every chapter after it, the newest included. Every chapter still runs its
+ * own mechanism's suite, its offline demo and its command-line run.
+ */
+export function carried(range: Chapter[], ...modules: Array<Chapter[] | Set<string>>): Chapter[] {
+  const newest = range.at(-1);
+  const differs = (chapter: Chapter) =>
+    modules.some((set) =>
+      set instanceof Set ? set.has(chapter.id) : set.some((c) => c.id === chapter.id),
+    );
+  return range.filter((chapter) => chapter === newest || differs(chapter));
+}
+
 /** `it` where the chapter runs the suite's edge cases (`runsEdgeCases`); elsewhere nothing. */
 export function edgeCase(
   chapter: Chapter,

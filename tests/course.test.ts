@@ -547,6 +547,34 @@ describe("check: the shape of a chapter (from s05 on)", () => {
     expect(checkCourse(makeCourse(chapters))).toEqual([]);
   });
 
+  it("fails when a chapter's list of mechanisms drops or reorders the previous chapter's", () => {
+    const list = (...names: string[]) =>
+      `runHarness(io, CHAPTER, main, (harness) => [\n${names.map((n) => `    ${n}(harness),`).join("\n")}\n]);\n`;
+    const chapters = course();
+    edit(
+      chapters,
+      "s05-todo",
+      "src/main.ts",
+      list("bashMechanism", "hooksMechanism", "todoMechanism"),
+    );
+    edit(
+      chapters,
+      "s06-task",
+      "src/main.ts",
+      list("bashMechanism", "todoMechanism", "taskMechanism"),
+    );
+    expect(checkCourse(makeCourse(chapters))).toEqual([
+      "list: chapters/s06-task/src/main.ts lists bashMechanism, todoMechanism, taskMechanism; it must list s05's bashMechanism, hooksMechanism, todoMechanism in that order, then its own",
+    ]);
+    edit(
+      chapters,
+      "s06-task",
+      "src/main.ts",
+      list("bashMechanism", "hooksMechanism", "todoMechanism", "taskMechanism"),
+    );
+    expect(checkCourse(makeCourse(chapters))).toEqual([]);
+  });
+
   it("fails when a later chapter edits an earlier mechanism's file", () => {
     const chapters = course();
     edit(chapters, "s06-task", "src/hooks.ts", "hooks v1, patched for tasks\n");

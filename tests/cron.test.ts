@@ -22,6 +22,7 @@ import type { Turn } from "../chapters/s12-cron/src/repl.ts";
 import {
   attemptsPerCall,
   BASE_TOOLS,
+  carried,
   chaptersFrom,
   edgeCase,
   importChapter,
@@ -116,7 +117,7 @@ const CRON = moduleVersions("s12", [
   "permissions.ts",
 ]);
 
-describe.each(chaptersFrom("s12"))("$id cron", (chapter) => {
+describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (chapter) => {
   let parse: typeof ParseModule;
   let store: typeof StoreModule;
   let cron: typeof CronModule;

@@ -13,6 +13,7 @@ import type * as CommandHooksModule from "../chapters/s04-hooks/src/command-hook
 import type * as HooksModule from "../chapters/s04-hooks/src/hooks.ts";
 import type * as SettingsModule from "../chapters/s04-hooks/src/settings.ts";
 import {
+  carried,
   casesFor,
   chaptersFrom,
   edgeCase,
@@ -64,7 +65,7 @@ const HOOKS = moduleVersions("s04", [
   "compact-layers.ts",
 ]);
 
-describe.each(chaptersFrom("s04"))("$id hooks", (chapter) => {
+describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks", (chapter) => {
   let hooks: typeof HooksModule;
   let commandHooks: typeof CommandHooksModule;
   let settings: typeof SettingsModule;

@@ -10,7 +10,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as InterruptModule from "../chapters/s15-integrated/src/interrupt.ts";
-import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import { lastMentions, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
@@ -82,105 +82,110 @@ describe.each(moduleVersions("s15", ["interrupt.ts"]))("$id interrupt repair", (
 const COURSE_SERVER = new URL("../chapters/s15-integrated/servers/course-mcp.mjs", import.meta.url)
   .pathname;
 
-describe.concurrent.each(chaptersFrom("s15"))("$id interrupt through the chapter", (chapter) => {
-  it("Ctrl-C during an MCP call cancels it on the server (notifications/cancelled) at once", async () => {
-    let interrupt: (() => void) | undefined;
-    const workdir = tempWorkspace("interrupt-mcp");
-    const record = path.join(workdir, "received.jsonl");
-    const args = [COURSE_SERVER, "docs", "--hang-on", "search", "--record", record];
-    const started = Date.now();
-    const stdin = new PassThrough();
-    stdin.write("search\n");
-    const run = await runChapter(chapter, {
-      workdir,
-      stdin,
-      files: {
-        ".mcp.json": JSON.stringify({ mcpServers: { docs: { command: "node", args } } }),
-        ".claude/settings.json": JSON.stringify({ permissions: { allow: ["mcp__docs"] } }),
-      },
-      onSignal: (handler) => {
-        interrupt = handler;
-      },
-      // Ctrl-C once the server holds the call (it never answers a search, as asked); the
-      // session ends once the server has recorded the cancel (at most 5 s), not before.
-      onOutput: (stdout) => {
-        const holds = (text: string) =>
-          existsSync(record) && readFileSync(record, "utf8").includes(text);
-        const until = async (text: string) => {
-          for (let waited = 0; !holds(text) && waited < 5000; waited += 20) {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-          }
-        };
-        void stdout.waitFor("[allowed] by allow rule mcp__docs").then(async () => {
-          await until('"tools/call"');
-          interrupt?.();
-          await until('"notifications/cancelled"');
-          stdin.end();
-        });
-      },
-      steps: [
-        {
-          when: (r) => r.messages.length === 1,
-          reply: reply(toolUse("connect_mcp", { name: "docs" })),
-        },
-        {
-          when: (r) => r.messages.length === 3,
-          reply: reply(toolUse("mcp__docs__search", { query: "x" })),
-        },
-      ],
-    });
-    // The turn's usage line still follows (its first call counts).
-    expect(run.output).toMatch(/\[interrupted\]\n\[usage\] in \d+/);
-    // Well before the 60 s call timeout.
-    expect(Date.now() - started).toBeLessThan(10_000);
-    const received = readFileSync(record, "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    const call = received.find((m) => m.method === "tools/call");
-    expect(received.find((m) => m.method === "notifications/cancelled")).toEqual({
-      jsonrpc: "2.0",
-      method: "notifications/cancelled",
-      params: { requestId: call.id, reason: "interrupted by the user" },
-    });
-  });
+const INTERRUPT = moduleVersions("s15", ["interrupt.ts", "repl.ts", "mcp.ts", "mcp-client.ts"]);
 
-  it("Ctrl-C while the model answers drops the partial reply and the next request is valid", async () => {
-    let interrupt: (() => void) | undefined;
-    const server = await startFakeServer({
-      latencyMs: 300,
-      model: new ScriptedModel([
-        {
-          when: userSaid("think long"),
-          reply: () => {
-            interrupt?.();
-            return reply(text("too late"));
-          },
-        },
-        { when: lastMentions("next"), reply: reply(text("next answered")) },
-      ]),
-    });
-    try {
+describe.concurrent.each(carried(chaptersFrom("s15"), INTERRUPT))(
+  "$id interrupt through the chapter",
+  (chapter) => {
+    it("Ctrl-C during an MCP call cancels it on the server (notifications/cancelled) at once", async () => {
+      let interrupt: (() => void) | undefined;
+      const workdir = tempWorkspace("interrupt-mcp");
+      const record = path.join(workdir, "received.jsonl");
+      const args = [COURSE_SERVER, "docs", "--hang-on", "search", "--record", record];
+      const started = Date.now();
+      const stdin = new PassThrough();
+      stdin.write("search\n");
       const run = await runChapter(chapter, {
-        prompts: ["think long", "next"],
-        server,
+        workdir,
+        stdin,
+        files: {
+          ".mcp.json": JSON.stringify({ mcpServers: { docs: { command: "node", args } } }),
+          ".claude/settings.json": JSON.stringify({ permissions: { allow: ["mcp__docs"] } }),
+        },
         onSignal: (handler) => {
           interrupt = handler;
         },
-      });
-      expect(run.code).toBe(0);
-      expect(run.output).toContain("[interrupted]");
-      expect(run.output).not.toContain("too late");
-      expect(run.output).toContain("next answered");
-      expect(run.received.map((r) => r.rejected)).toEqual([null, null]);
-      expect(run.requests[1]!.messages).toEqual([
-        {
-          role: "user",
-          content: [{ type: "text", text: "think long" }, NOTE, { type: "text", text: "next" }],
+        // Ctrl-C once the server holds the call (it never answers a search, as asked); the
+        // session ends once the server has recorded the cancel (at most 5 s), not before.
+        onOutput: (stdout) => {
+          const holds = (text: string) =>
+            existsSync(record) && readFileSync(record, "utf8").includes(text);
+          const until = async (text: string) => {
+            for (let waited = 0; !holds(text) && waited < 5000; waited += 20) {
+              await new Promise((resolve) => setTimeout(resolve, 20));
+            }
+          };
+          void stdout.waitFor("[allowed] by allow rule mcp__docs").then(async () => {
+            await until('"tools/call"');
+            interrupt?.();
+            await until('"notifications/cancelled"');
+            stdin.end();
+          });
         },
-      ]);
-    } finally {
-      await server.close();
-    }
-  });
-});
+        steps: [
+          {
+            when: (r) => r.messages.length === 1,
+            reply: reply(toolUse("connect_mcp", { name: "docs" })),
+          },
+          {
+            when: (r) => r.messages.length === 3,
+            reply: reply(toolUse("mcp__docs__search", { query: "x" })),
+          },
+        ],
+      });
+      // The turn's usage line still follows (its first call counts).
+      expect(run.output).toMatch(/\[interrupted\]\n\[usage\] in \d+/);
+      // Well before the 60 s call timeout.
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const received = readFileSync(record, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      const call = received.find((m) => m.method === "tools/call");
+      expect(received.find((m) => m.method === "notifications/cancelled")).toEqual({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: call.id, reason: "interrupted by the user" },
+      });
+    });
+
+    it("Ctrl-C while the model answers drops the partial reply and the next request is valid", async () => {
+      let interrupt: (() => void) | undefined;
+      const server = await startFakeServer({
+        latencyMs: 300,
+        model: new ScriptedModel([
+          {
+            when: userSaid("think long"),
+            reply: () => {
+              interrupt?.();
+              return reply(text("too late"));
+            },
+          },
+          { when: lastMentions("next"), reply: reply(text("next answered")) },
+        ]),
+      });
+      try {
+        const run = await runChapter(chapter, {
+          prompts: ["think long", "next"],
+          server,
+          onSignal: (handler) => {
+            interrupt = handler;
+          },
+        });
+        expect(run.code).toBe(0);
+        expect(run.output).toContain("[interrupted]");
+        expect(run.output).not.toContain("too late");
+        expect(run.output).toContain("next answered");
+        expect(run.received.map((r) => r.rejected)).toEqual([null, null]);
+        expect(run.requests[1]!.messages).toEqual([
+          {
+            role: "user",
+            content: [{ type: "text", text: "think long" }, NOTE, { type: "text", text: "next" }],
+          },
+        ]);
+      } finally {
+        await server.close();
+      }
+    });
+  },
+);

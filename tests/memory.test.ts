@@ -33,7 +33,14 @@ import type * as LoopModule from "../chapters/s09-memory/src/loop.ts";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
 import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.ts";
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
-import { BASE_TOOLS, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
+import {
+  BASE_TOOLS,
+  carried,
+  chaptersFrom,
+  edgeCase,
+  importChapter,
+  moduleVersions,
+} from "./chapters.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
   isMain,
@@ -192,7 +199,7 @@ const MEMORY = moduleVersions("s09", [
   "compact.ts",
 ]);
 
-describe.each(chaptersFrom("s09"))("$id memory", (chapter) => {
+describe.each(carried(chaptersFrom("s09"), MODULE_CHAPTERS, MEMORY))("$id memory", (chapter) => {
   let mem: typeof MemoryModule;
   let learn: typeof ExtractModule;
   let store_: typeof StoreModule;

@@ -10,7 +10,7 @@ import type { CallFailure } from "shared";
 import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as RecoveryModule from "../chapters/s15-integrated/src/recovery.ts";
-import { chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
+import { carried, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
 import {
   afterTools,
   lastMentions,
@@ -71,216 +71,225 @@ describe.each(RECOVERY)("$id recovery rules", (chapter) => {
   });
 });
 
-describe.concurrent.each(chaptersFrom("s15"))("$id recovery through the chapter", (chapter) => {
-  const edge = edgeCase(chapter, RECOVERY);
+describe.concurrent.each(carried(chaptersFrom("s15"), RECOVERY))(
+  "$id recovery through the chapter",
+  (chapter) => {
+    const edge = edgeCase(chapter, RECOVERY);
 
-  it("retries a 529 three times on the same model, one dim line each, and answers", async () => {
-    const server = await startFakeServer({
-      model: new ScriptedModel([{ reply: reply(text("made it")) }]),
-    });
-    for (let i = 0; i < 3; i++) server.failNext(overloaded());
-    try {
-      const run = await runChapter(chapter, { prompts: ["go"], server });
-      expect(run.code).toBe(0);
-      expect(run.received).toHaveLength(4);
-      expect(models(run.requests)).toEqual(Array(4).fill("claude-sonnet-4-6"));
-      const retries = run.output.split("\n").filter((line) => line.startsWith("[retry]"));
-      expect(retries).toEqual([
-        "[retry] overloaded (529); attempt 2 of 4 in 0.0 s",
-        "[retry] overloaded (529); attempt 3 of 4 in 0.0 s",
-        "[retry] overloaded (529); attempt 4 of 4 in 0.0 s",
-      ]);
-      expect(run.output).toContain("made it");
-      expect(run.output).not.toContain("[fallback]");
-    } finally {
-      await server.close();
-    }
-  });
-
-  it("after two 529s in a row uses FALLBACK_MODEL_ID for the rest of the turn, then MODEL_ID again", async () => {
-    const server = await startFakeServer({
-      model: new ScriptedModel([
-        { when: userSaid("first"), reply: reply(text("answered by the fallback")) },
-        { when: userSaid("second"), reply: reply(text("back on the primary")) },
-      ]),
-    });
-    server.failNext(overloaded());
-    server.failNext(overloaded());
-    try {
-      const run = await runChapter(chapter, {
-        prompts: ["first", "second"],
-        server,
-        env: { FALLBACK_MODEL_ID: "claude-fallback-1" },
-      });
-      expect(models(run.requests)).toEqual([
-        "claude-sonnet-4-6",
-        "claude-sonnet-4-6",
-        "claude-fallback-1",
-        "claude-sonnet-4-6",
-      ]);
-      expect(run.output).toContain(
-        "[fallback] 2 overloaded answers in a row: the rest of this turn uses claude-fallback-1",
-      );
-      expect(run.output).toContain("answered by the fallback");
-      expect(run.output).toContain("back on the primary");
-    } finally {
-      await server.close();
-    }
-  });
-
-  it("gives up after four attempts: the error is reported once and the session goes on", async () => {
-    const server = await startFakeServer({
-      model: new ScriptedModel([{ when: userSaid("next"), reply: reply(text("still here")) }]),
-    });
-    for (let i = 0; i < 4; i++) {
-      server.failNext(apiError(503, "api_error", "Unavailable", { headers: RETRY_AT_ONCE }));
-    }
-    try {
-      const run = await runChapter(chapter, { prompts: ["go", "next"], server });
-      expect(run.code).toBe(0);
-      expect(run.received).toHaveLength(5);
-      expect(run.output.match(/\[retry\]/g)).toHaveLength(3);
-      expect(run.output).toContain("API error 503 api_error: Unavailable");
-      expect(run.output).toContain("still here");
-    } finally {
-      await server.close();
-    }
-  });
-
-  edge("never retries another 4xx, and the SDK's own retries are off", async () => {
-    const server = await startFakeServer({
-      model: new ScriptedModel([{ when: userSaid("second"), reply: reply(text("fine")) }]),
-    });
-    server.failNext(apiError(400, "invalid_request_error", "Bad request"));
-    // The SDK would retry this one by itself (x-should-retry: true); here only the layer does.
-    server.failNext(
-      apiError(500, "api_error", "Internal", { retryable: true, headers: RETRY_AT_ONCE }),
-    );
-    try {
-      const run = await runChapter(chapter, { prompts: ["first", "second"], server });
-      expect(run.output).toContain("API error 400 invalid_request_error: Bad request");
-      // "first": one request (400); "second": the 500, then its one retry.
-      expect(run.received).toHaveLength(3);
-      expect(run.output.match(/\[retry\] server error \(500\)/g)).toHaveLength(1);
-    } finally {
-      await server.close();
-    }
-  });
-
-  edge(
-    "retries a stream that breaks off and a side call's lost connection, naming its scope",
-    async () => {
-      const side = (r: Anthropic.MessageCreateParams) => (r.tools?.length ?? 0) === 0;
+    it("retries a 529 three times on the same model, one dim line each, and answers", async () => {
       const server = await startFakeServer({
-        model: new ScriptedModel([
-          { reply: { fault: "drop", afterEvents: 4 } },
-          { reply: reply(text("the whole answer")) },
-          { when: side, reply: { fault: "drop" } },
-          { when: side, reply: reply(text("[]")) },
-        ]),
+        model: new ScriptedModel([{ reply: reply(text("made it")) }]),
       });
+      for (let i = 0; i < 3; i++) server.failNext(overloaded());
       try {
-        const run = await runChapter(chapter, { prompts: ["go"], server, memoryExtraction: true });
-        expect(run.output).toContain(
-          "This answer is cut off m\n[retry] the stream ended before the answer did; attempt 2 of 4 in ",
-        );
-        expect(run.output).toContain("the whole answer");
-        expect(run.output).toContain("[retry] memory-extract: connection lost; attempt 2 of 4");
-        expect(
-          run.received.filter((r) => side(r.body as Anthropic.MessageCreateParams)),
-        ).toHaveLength(2);
-        // The main agent streams; a side call does not.
-        expect(run.requests.map((r) => ("stream" in r ? r.stream : false))).toEqual([
-          true,
-          true,
-          false,
-          false,
+        const run = await runChapter(chapter, { prompts: ["go"], server });
+        expect(run.code).toBe(0);
+        expect(run.received).toHaveLength(4);
+        expect(models(run.requests)).toEqual(Array(4).fill("claude-sonnet-4-6"));
+        const retries = run.output.split("\n").filter((line) => line.startsWith("[retry]"));
+        expect(retries).toEqual([
+          "[retry] overloaded (529); attempt 2 of 4 in 0.0 s",
+          "[retry] overloaded (529); attempt 3 of 4 in 0.0 s",
+          "[retry] overloaded (529); attempt 4 of 4 in 0.0 s",
         ]);
+        expect(run.output).toContain("made it");
+        expect(run.output).not.toContain("[fallback]");
       } finally {
         await server.close();
       }
-    },
-  );
-
-  it("redoes the first reply cut off at max_tokens with 16 000, and the next turn is back at 8 000", async () => {
-    const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
-    const run = await runChapter(chapter, {
-      prompts: ["long", "short"],
-      steps: [
-        { when: userSaid("long"), reply: cut(reply(text("The first half"))) },
-        { when: userSaid("long"), reply: reply(text("The whole answer.")) },
-        { when: userSaid("short"), reply: reply(text("Short.")) },
-      ],
     });
-    expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 8000]);
-    expect(run.output).toContain("[max_tokens] the reply hit 8000 tokens: asking again with 16000");
-    // The cut-off reply was discarded: the next turn's history holds only the whole one.
-    expect(run.requests[2]!.messages[1]).toEqual({
-      role: "assistant",
-      content: [expect.objectContaining({ type: "text", text: "The whole answer." })],
-    });
-  });
 
-  edge(
-    "keeps later cut-off replies: refuses their calls, then asks twice to continue",
-    async () => {
+    it("after two 529s in a row uses FALLBACK_MODEL_ID for the rest of the turn, then MODEL_ID again", async () => {
+      const server = await startFakeServer({
+        model: new ScriptedModel([
+          { when: userSaid("first"), reply: reply(text("answered by the fallback")) },
+          { when: userSaid("second"), reply: reply(text("back on the primary")) },
+        ]),
+      });
+      server.failNext(overloaded());
+      server.failNext(overloaded());
+      try {
+        const run = await runChapter(chapter, {
+          prompts: ["first", "second"],
+          server,
+          env: { FALLBACK_MODEL_ID: "claude-fallback-1" },
+        });
+        expect(models(run.requests)).toEqual([
+          "claude-sonnet-4-6",
+          "claude-sonnet-4-6",
+          "claude-fallback-1",
+          "claude-sonnet-4-6",
+        ]);
+        expect(run.output).toContain(
+          "[fallback] 2 overloaded answers in a row: the rest of this turn uses claude-fallback-1",
+        );
+        expect(run.output).toContain("answered by the fallback");
+        expect(run.output).toContain("back on the primary");
+      } finally {
+        await server.close();
+      }
+    });
+
+    it("gives up after four attempts: the error is reported once and the session goes on", async () => {
+      const server = await startFakeServer({
+        model: new ScriptedModel([{ when: userSaid("next"), reply: reply(text("still here")) }]),
+      });
+      for (let i = 0; i < 4; i++) {
+        server.failNext(apiError(503, "api_error", "Unavailable", { headers: RETRY_AT_ONCE }));
+      }
+      try {
+        const run = await runChapter(chapter, { prompts: ["go", "next"], server });
+        expect(run.code).toBe(0);
+        expect(run.received).toHaveLength(5);
+        expect(run.output.match(/\[retry\]/g)).toHaveLength(3);
+        expect(run.output).toContain("API error 503 api_error: Unavailable");
+        expect(run.output).toContain("still here");
+      } finally {
+        await server.close();
+      }
+    });
+
+    edge("never retries another 4xx, and the SDK's own retries are off", async () => {
+      const server = await startFakeServer({
+        model: new ScriptedModel([{ when: userSaid("second"), reply: reply(text("fine")) }]),
+      });
+      server.failNext(apiError(400, "invalid_request_error", "Bad request"));
+      // The SDK would retry this one by itself (x-should-retry: true); here only the layer does.
+      server.failNext(
+        apiError(500, "api_error", "Internal", { retryable: true, headers: RETRY_AT_ONCE }),
+      );
+      try {
+        const run = await runChapter(chapter, { prompts: ["first", "second"], server });
+        expect(run.output).toContain("API error 400 invalid_request_error: Bad request");
+        // "first": one request (400); "second": the 500, then its one retry.
+        expect(run.received).toHaveLength(3);
+        expect(run.output.match(/\[retry\] server error \(500\)/g)).toHaveLength(1);
+      } finally {
+        await server.close();
+      }
+    });
+
+    edge(
+      "retries a stream that breaks off and a side call's lost connection, naming its scope",
+      async () => {
+        const side = (r: Anthropic.MessageCreateParams) => (r.tools?.length ?? 0) === 0;
+        const server = await startFakeServer({
+          model: new ScriptedModel([
+            { reply: { fault: "drop", afterEvents: 4 } },
+            { reply: reply(text("the whole answer")) },
+            { when: side, reply: { fault: "drop" } },
+            { when: side, reply: reply(text("[]")) },
+          ]),
+        });
+        try {
+          const run = await runChapter(chapter, {
+            prompts: ["go"],
+            server,
+            memoryExtraction: true,
+          });
+          expect(run.output).toContain(
+            "This answer is cut off m\n[retry] the stream ended before the answer did; attempt 2 of 4 in ",
+          );
+          expect(run.output).toContain("the whole answer");
+          expect(run.output).toContain("[retry] memory-extract: connection lost; attempt 2 of 4");
+          expect(
+            run.received.filter((r) => side(r.body as Anthropic.MessageCreateParams)),
+          ).toHaveLength(2);
+          // The main agent streams; a side call does not.
+          expect(run.requests.map((r) => ("stream" in r ? r.stream : false))).toEqual([
+            true,
+            true,
+            false,
+            false,
+          ]);
+        } finally {
+          await server.close();
+        }
+      },
+    );
+
+    it("redoes the first reply cut off at max_tokens with 16 000, and the next turn is back at 8 000", async () => {
       const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
       const run = await runChapter(chapter, {
-        prompts: ["write it"],
+        prompts: ["long", "short"],
         steps: [
-          { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
-          { reply: cut(reply(toolUse("bash", { command: "echo b" }, "toolu_big"))) },
-          { when: afterTools, reply: cut(reply(text("part one"))) },
-          { when: lastMentions("Continue exactly"), reply: cut(reply(text("part two"))) },
-          { when: lastMentions("Continue exactly"), reply: cut(reply(text("part three"))) },
+          { when: userSaid("long"), reply: cut(reply(text("The first half"))) },
+          { when: userSaid("long"), reply: reply(text("The whole answer.")) },
+          { when: userSaid("short"), reply: reply(text("Short.")) },
         ],
       });
-      expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 16000, 16000, 16000]);
-      expect(lastToolResults(run.requests[2]!)).toEqual([
-        {
-          type: "tool_result",
-          tool_use_id: "toolu_big",
-          content: expect.stringMatching(/^Error: your reply hit max_tokens .* smaller pieces/),
-          is_error: true,
-        },
-      ]);
+      expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 8000]);
       expect(run.output).toContain(
-        "[max_tokens] still cut off: asking the model to continue (1 of 2)",
+        "[max_tokens] the reply hit 8000 tokens: asking again with 16000",
       );
-      expect(run.output).toContain(
-        "[max_tokens] still cut off: asking the model to continue (2 of 2)",
-      );
-      // The third cut-off answer stands: no third continuation.
-      expect(run.requests).toHaveLength(5);
-      expect(run.output).toContain("part three\n[truncated: hit max_tokens]");
-    },
-  );
-
-  edge("Ctrl-C during a wait ends the turn at once, with nothing left waiting", async () => {
-    const server = await startFakeServer({ model: new ScriptedModel([]) });
-    server.failNext(
-      apiError(529, "overloaded_error", "Overloaded", { headers: { "retry-after": "30" } }),
-    );
-    let interrupt: (() => void) | undefined;
-    try {
-      const started = Date.now();
-      const pending = runChapter(chapter, {
-        prompts: ["go"],
-        server,
-        onSignal: (handler) => {
-          interrupt = handler;
-        },
-        onOutput: (stdout) => {
-          void stdout.waitFor("[retry]").then(() => interrupt?.());
-        },
+      // The cut-off reply was discarded: the next turn's history holds only the whole one.
+      expect(run.requests[2]!.messages[1]).toEqual({
+        role: "assistant",
+        content: [expect.objectContaining({ type: "text", text: "The whole answer." })],
       });
-      const run = await pending;
-      expect(run.output).toContain("[retry] overloaded (529); attempt 2 of 4 in 30.0 s");
-      expect(run.output).toContain("[interrupted]");
-      expect(run.received).toHaveLength(1);
-      expect(Date.now() - started).toBeLessThan(10_000);
-    } finally {
-      await server.close();
-    }
-  });
-});
+    });
+
+    edge(
+      "keeps later cut-off replies: refuses their calls, then asks twice to continue",
+      async () => {
+        const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+        const run = await runChapter(chapter, {
+          prompts: ["write it"],
+          steps: [
+            { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
+            { reply: cut(reply(toolUse("bash", { command: "echo b" }, "toolu_big"))) },
+            { when: afterTools, reply: cut(reply(text("part one"))) },
+            { when: lastMentions("Continue exactly"), reply: cut(reply(text("part two"))) },
+            { when: lastMentions("Continue exactly"), reply: cut(reply(text("part three"))) },
+          ],
+        });
+        expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 16000, 16000, 16000]);
+        expect(lastToolResults(run.requests[2]!)).toEqual([
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_big",
+            content: expect.stringMatching(/^Error: your reply hit max_tokens .* smaller pieces/),
+            is_error: true,
+          },
+        ]);
+        expect(run.output).toContain(
+          "[max_tokens] still cut off: asking the model to continue (1 of 2)",
+        );
+        expect(run.output).toContain(
+          "[max_tokens] still cut off: asking the model to continue (2 of 2)",
+        );
+        // The third cut-off answer stands: no third continuation.
+        expect(run.requests).toHaveLength(5);
+        expect(run.output).toContain("part three\n[truncated: hit max_tokens]");
+      },
+    );
+
+    edge("Ctrl-C during a wait ends the turn at once, with nothing left waiting", async () => {
+      const server = await startFakeServer({ model: new ScriptedModel([]) });
+      server.failNext(
+        apiError(529, "overloaded_error", "Overloaded", { headers: { "retry-after": "30" } }),
+      );
+      let interrupt: (() => void) | undefined;
+      try {
+        const started = Date.now();
+        const pending = runChapter(chapter, {
+          prompts: ["go"],
+          server,
+          onSignal: (handler) => {
+            interrupt = handler;
+          },
+          onOutput: (stdout) => {
+            void stdout.waitFor("[retry]").then(() => interrupt?.());
+          },
+        });
+        const run = await pending;
+        expect(run.output).toContain("[retry] overloaded (529); attempt 2 of 4 in 30.0 s");
+        expect(run.output).toContain("[interrupted]");
+        expect(run.received).toHaveLength(1);
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        await server.close();
+      }
+    });
+  },
+);

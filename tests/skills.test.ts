@@ -12,7 +12,7 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as FrontmatterModule from "../chapters/s07-skills/src/frontmatter.ts";
 import type * as SkillsModule from "../chapters/s07-skills/src/skills.ts";
-import { BASE_TOOLS, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { BASE_TOOLS, carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import {
   lastToolResults,
   runChapter,
@@ -75,7 +75,9 @@ const MODULE_CHAPTERS = new Set(
   moduleVersions("s07", ["skills.ts", "frontmatter.ts"]).map((c) => c.id),
 );
 
-describe.each(chaptersFrom("s07"))("$id skills", (chapter) => {
+const SKILLS = moduleVersions("s07", ["skills.ts", "frontmatter.ts", "harness.ts"]);
+
+describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills", (chapter) => {
   let skills: typeof SkillsModule;
   let frontmatter: typeof FrontmatterModule;
   beforeAll(async () => {

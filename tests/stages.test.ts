@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { chaptersFrom } from "./chapters.ts";
+import { carried, chaptersFrom, moduleVersions } from "./chapters.ts";
 import {
   afterTools,
   lastMentions,
@@ -22,7 +22,10 @@ const hook = (command: string, matcher?: string) => [
   { ...(matcher ? { matcher } : {}), hooks: [{ type: "command", command }] },
 ];
 
-describe.each(chaptersFrom("s15"))("$id stages of a round", (chapter) => {
+// The stage order is the list in main.ts; it runs where the loop differs and on the newest.
+const STAGES = moduleVersions("s15", ["loop.ts", "permissions.ts", "hooks.ts", "recovery.ts"]);
+
+describe.each(carried(chaptersFrom("s15"), STAGES))("$id stages of a round", (chapter) => {
   it("retries, then redoes at max_tokens, gates each call before its hooks, and stops through the hooks", async () => {
     const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
     const server = await startFakeServer({

@@ -6,7 +6,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { reply, text, toolUse } from "shared/testing";
 import { describe, expect, it } from "vitest";
-import { chaptersFrom } from "./chapters.ts";
+import { carried, chaptersFrom, moduleVersions } from "./chapters.ts";
 import { afterTools, type Capture, isMain, runChapter } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -14,7 +14,9 @@ const streamed = (r: Request) => "stream" in r && r.stream === true;
 /** Longer than one of the fake API's stream chunks, so it arrives in several pieces. */
 const ANSWER = "Streaming shows the answer while the model is still writing it, piece by piece.";
 
-describe.concurrent.each(chaptersFrom("s15"))("$id streaming", (chapter) => {
+const STREAM = moduleVersions("s15", ["loop.ts"]);
+
+describe.concurrent.each(carried(chaptersFrom("s15"), STREAM))("$id streaming", (chapter) => {
   it("prints the main agent's text as it arrives and keeps the message exactly as received", async () => {
     let stdout: Capture | undefined;
     const thinking = { type: "thinking" as const, thinking: "Check first.", signature: "sig-9" };

@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type * as SubagentModule from "../chapters/s06-subagent/src/subagent.ts";
 import {
   BASE_TOOLS,
+  carried,
   casesFor,
   chaptersFrom,
   edgeCase,
@@ -58,7 +59,7 @@ const SUBAGENT = moduleVersions("s06", [
 
 // Each test runs its own chapter, workspace and server, so they wait side by side; Ctrl-C
 // kills every child of the process, so that test runs on its own, below.
-describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
+describe.concurrent.each(carried(chaptersFrom("s06"), SUBAGENT))("$id subagent", (chapter) => {
   let sub: typeof SubagentModule;
   beforeAll(async () => {
     sub = await importChapter<typeof SubagentModule>(chapter, "subagent.ts");
@@ -286,7 +287,7 @@ describe.concurrent.each(chaptersFrom("s06"))("$id subagent", (chapter) => {
   });
 });
 
-describe.each(chaptersFrom("s06"))("$id subagent and Ctrl-C", (chapter) => {
+describe.each(carried(chaptersFrom("s06"), SUBAGENT))("$id subagent and Ctrl-C", (chapter) => {
   it("on Ctrl-C during a task kills the child's command and ends the turn: the child makes no more model calls", async () => {
     const { run, sleepEnded } = await interruptDuringSleep(chapter, {
       prompts: ["delegate", "after the interrupt"],

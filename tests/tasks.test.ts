@@ -28,6 +28,7 @@ import type * as TasksModule from "../chapters/s10-tasks/src/tasks.ts";
 import type * as StoreModule from "../chapters/s10-tasks/src/tasks-store.ts";
 import {
   BASE_TOOLS,
+  carried,
   chapterDir,
   chaptersFrom,
   edgeCase,
@@ -117,7 +118,7 @@ const MODULE_CHAPTERS = new Set(
 // (with repl.ts) dispatches /tasks and prints the banner; tasks.ts and its store render them.
 const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts", "harness.ts"]);
 
-describe.each(chaptersFrom("s10"))("$id tasks", (chapter) => {
+describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks", (chapter) => {
   let tasks: typeof TasksModule;
   let store_: typeof StoreModule;
   beforeAll(async () => {

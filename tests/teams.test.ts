@@ -20,7 +20,14 @@ import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
-import { chaptersFrom, edgeCase, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
+import {
+  carried,
+  chaptersFrom,
+  edgeCase,
+  importChapter,
+  moduleVersions,
+  S13_TOOLS,
+} from "./chapters.ts";
 import { endsWithin, waitForPid } from "./helpers/process.ts";
 import {
   lastToolResults,
@@ -401,511 +408,535 @@ const TEAMS = moduleVersions("s13", [
 // events as a turn of their own, the board, and a clean exit. The edge cases (spawn's
 // refusals, the plan gate, the work-phase cap with a denied call, worktrees) run where
 // TEAMS differ and on the newest chapter.
-describe.concurrent.each(chaptersFrom("s13"))("$id teams through the chapter", (chapter) => {
-  const edge = edgeCase(chapter, TEAMS);
+describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
+  "$id teams through the chapter",
+  (chapter) => {
+    const edge = edgeCase(chapter, TEAMS);
 
-  it("the lead has 25 tools and the Team section; a teammate 11 tools, its section, no Memory; events are a turn of their own", async () => {
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "form a team",
-        reply: reply(
-          toolUse("spawn_teammate", { name: "alice", role: "tester", prompt: "Say hello." }),
-        ),
-      },
-      {
-        when: (r) => isLead(r) && results(r)[0]?.startsWith("Teammate"),
-        reply: reply(text("SPAWNED")),
-      },
-      { when: firstOf("alice"), reply: reply(text("hello from alice")) },
-      { when: events, reply: reply(toolUse("bash", { command: "rm -rf build" })) },
-      { when: (r) => isLead(r) && results(r).length === 1, reply: reply(text("EVENTS SEEN")) },
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      files: {
-        ".claude/settings.json": JSON.stringify({
-          hooks: {
-            UserPromptSubmit: [{ hooks: [{ type: "command", command: "echo x >> ups.txt" }] }],
-          },
-        }),
-      },
-      typing: [{ line: "form a team" }, { after: "EVENTS SEEN", line: null }],
-    });
-    const lead = run.requests.find(isLead)!;
-    // Later chapters add their tools after these 25.
-    expect(toolNames(lead).slice(0, 25)).toEqual(S13_TOOLS);
-    expect(String(lead.system)).toContain(
-      "Team: for work that splits into parallel parts, propose a small team (names, roles, what each does) and wait for the user's confirmation before spawn_teammate. Delegate by creating a Task per parallel change;",
-    );
-    expect(String(lead.system)).toContain("not a sandbox");
-    expect(String(lead.system)).toContain(
-      "Your task owner name is agent; teammates write to you as lead.",
-    );
-    const mate = run.requests.find(firstOf("alice"))!;
-    expect(toolNames(mate)).toEqual(TEAMMATE_TOOLS);
-    const bash = (mate.tools as Anthropic.Tool[])[0]!;
-    expect(Object.keys(bash.input_schema.properties ?? {})).not.toContain("run_in_background");
-    const system = String(mate.system);
-    expect(system).toContain("Teammate: you are one of a team led by lead.");
-    expect(system).toContain(
-      "Nothing here can ask the user: ask lead for anything that needs approval.",
-    );
-    expect(system.endsWith("You are 'alice', a tester; your task owner name is alice.")).toBe(true);
-    for (const absent of ["Team:", "Tasks:", "Scheduling:", "Current local time", "Delegation:"]) {
-      expect(system).not.toContain(absent);
-    }
-    expect(mate.messages).toEqual([{ role: "user", content: "Say hello." }]);
-    const turn = run.requests.find(events)!;
-    expect(turn.messages.at(-1)).toEqual({
-      role: "user",
-      content:
-        "[Team events]\n[result] alice: hello from alice\n[idle_notification] alice: Waiting for more work.",
-    });
-    expect(run.output).toContain("[wake: 2 team event(s) -> new turn]");
-    // A team-event turn has nobody at the prompt: an approval is denied without asking.
-    const denied = run.requests.filter((r) => isLead(r) && results(r).length === 1).at(-1)!;
-    expect(results(denied)).toEqual([
-      "Permission denied: approval needed (Potentially destructive command: rm) but a team-event turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
-    ]);
-    expect(run.output).toContain("  [alice] hello from alice");
-    // UserPromptSubmit ran for the typed line only, not for the team-event turn.
-    expect(readFileSync(path.join(run.workdir, "ups.txt"), "utf8")).toBe("x\n");
-    expect(run.code).toBe(0);
-  });
-
-  edge(
-    "spawn refuses bad and reserved names, duplicates, a sixth teammate and an unclaimable task, leaving no registration",
-    async () => {
-      const spawn = (name: string, extra = {}) =>
-        toolUse("spawn_teammate", { name, role: "dev", prompt: "Wait.", ...extra });
+    it("the lead has 25 tools and the Team section; a teammate 11 tools, its section, no Memory; events are a turn of their own", async () => {
       const steps: ScriptStep[] = [
         {
-          when: (r) => isLead(r) && lastText(r) === "go",
+          when: (r) => isLead(r) && lastText(r) === "form a team",
           reply: reply(
-            spawn("bad name!"),
-            spawn("Lead"),
-            spawn("AGENT"),
-            spawn("ghost", { task_id: "task_0000dead" }),
-            ...["a1", "a2", "a3", "a4", "a5"].map((n) => spawn(n)),
-            spawn("A1"),
-            spawn("a6"),
-            toolUse("list_teammates", {}),
-            toolUse("send_message", { to: "dave", content: "hi" }),
-            toolUse("request_shutdown", { teammate: "dave" }),
-            toolUse("request_plan", { teammate: "dave", task: "x" }),
-            toolUse("review_plan", { request_id: "req_000000", approve: true }),
-            toolUse("create_worktree", { name: "../escape", task_id: "task_0000dead" }),
+            toolUse("spawn_teammate", { name: "alice", role: "tester", prompt: "Say hello." }),
           ),
         },
-        { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("REFUSALS SEEN")) },
-        ...["a1", "a2", "a3", "a4", "a5"].map((n) => ({
-          when: firstOf(n),
-          reply: reply(text(`${n} ready`)),
-        })),
-        ...noted(),
+        {
+          when: (r) => isLead(r) && results(r)[0]?.startsWith("Teammate"),
+          reply: reply(text("SPAWNED")),
+        },
+        { when: firstOf("alice"), reply: reply(text("hello from alice")) },
+        { when: events, reply: reply(toolUse("bash", { command: "rm -rf build" })) },
+        { when: (r) => isLead(r) && results(r).length === 1, reply: reply(text("EVENTS SEEN")) },
       ];
       const run = await runTyped(chapter, {
         steps,
         env: TEAM,
-        typing: [{ line: "go" }, { after: "REFUSALS SEEN", line: null }],
+        files: {
+          ".claude/settings.json": JSON.stringify({
+            hooks: {
+              UserPromptSubmit: [{ hooks: [{ type: "command", command: "echo x >> ups.txt" }] }],
+            },
+          }),
+        },
+        typing: [{ line: "form a team" }, { after: "EVENTS SEEN", line: null }],
       });
-      const out = results(run.requests.find((r) => isLead(r) && results(r).length > 0)!);
-      expect(out.slice(0, 4)).toEqual([
-        "Error: Invalid teammate name: use 1-64 letters, digits, underscores, or dashes",
-        "Error: 'Lead' is reserved by the runtime",
-        "Error: 'AGENT' is reserved by the runtime",
-        "Error: Cannot spawn teammate 'ghost': Task not found: task_0000dead",
-      ]);
-      expect(out[4]).toBe(
-        "Teammate 'a1' spawned as dev without an initial Task. End this turn; the runtime will deliver its events.",
+      const lead = run.requests.find(isLead)!;
+      // Later chapters add their tools after these 25.
+      expect(toolNames(lead).slice(0, 25)).toEqual(S13_TOOLS);
+      expect(String(lead.system)).toContain(
+        "Team: for work that splits into parallel parts, propose a small team (names, roles, what each does) and wait for the user's confirmation before spawn_teammate. Delegate by creating a Task per parallel change;",
       );
-      expect(out.slice(9, 11)).toEqual([
-        "Error: Teammate 'a1' already exists",
-        "Error: Team is full (5 active teammates)",
+      expect(String(lead.system)).toContain("not a sandbox");
+      expect(String(lead.system)).toContain(
+        "Your task owner name is agent; teammates write to you as lead.",
+      );
+      const mate = run.requests.find(firstOf("alice"))!;
+      expect(toolNames(mate)).toEqual(TEAMMATE_TOOLS);
+      const bash = (mate.tools as Anthropic.Tool[])[0]!;
+      expect(Object.keys(bash.input_schema.properties ?? {})).not.toContain("run_in_background");
+      const system = String(mate.system);
+      expect(system).toContain("Teammate: you are one of a team led by lead.");
+      expect(system).toContain(
+        "Nothing here can ask the user: ask lead for anything that needs approval.",
+      );
+      expect(system.endsWith("You are 'alice', a tester; your task owner name is alice.")).toBe(
+        true,
+      );
+      for (const absent of [
+        "Team:",
+        "Tasks:",
+        "Scheduling:",
+        "Current local time",
+        "Delegation:",
+      ]) {
+        expect(system).not.toContain(absent);
+      }
+      expect(mate.messages).toEqual([{ role: "user", content: "Say hello." }]);
+      const turn = run.requests.find(events)!;
+      expect(turn.messages.at(-1)).toEqual({
+        role: "user",
+        content:
+          "[Team events]\n[result] alice: hello from alice\n[idle_notification] alice: Waiting for more work.",
+      });
+      expect(run.output).toContain("[wake: 2 team event(s) -> new turn]");
+      // A team-event turn has nobody at the prompt: an approval is denied without asking.
+      const denied = run.requests.filter((r) => isLead(r) && results(r).length === 1).at(-1)!;
+      expect(results(denied)).toEqual([
+        "Permission denied: approval needed (Potentially destructive command: rm) but a team-event turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
       ]);
-      expect(out[11]).toBe("a1: working\na2: working\na3: working\na4: working\na5: working");
-      expect(out.slice(12)).toEqual([
-        "Error: Teammate 'dave' is not active",
-        "Error: Teammate 'dave' is not active",
-        "Error: Teammate 'dave' is not active",
-        "Error: Request req_000000 not found",
-        "Error: worktree name must be 1-64 letters, digits, dots, underscores, or dashes, and start with a letter or digit",
-      ]);
+      expect(run.output).toContain("  [alice] hello from alice");
+      // UserPromptSubmit ran for the typed line only, not for the team-event turn.
+      expect(readFileSync(path.join(run.workdir, "ups.txt"), "utf8")).toBe("x\n");
       expect(run.code).toBe(0);
-    },
-  );
+    });
 
-  it("the board: auto-claim by priority then ID, one task per owner, completion keeps the lease; /team and /tasks release", async () => {
-    const files = {
-      ...taskFile("task_000000a1", { subject: "low", priority: 3 }),
-      ...taskFile("task_000000b2", { subject: "mid b" }),
-      ...taskFile("task_000000a2", { subject: "mid a" }),
-      ...taskFile("task_000000c3", { subject: "high", priority: 9 }),
-      ...taskFile("task_000000d4", {
-        subject: "crashed run's",
-        status: "in_progress",
-        owner: "ghost",
-      }),
-    };
-    const claimed = (id: string) => (r: Request) =>
-      is("alice")(r) && lastText(r).startsWith(`[Auto-claimed task ${id}]`);
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "spawn",
-        reply: reply(
-          toolUse("spawn_teammate", { name: "alice", role: "dev", prompt: "Work the board." }),
-        ),
+    edge(
+      "spawn refuses bad and reserved names, duplicates, a sixth teammate and an unclaimable task, leaving no registration",
+      async () => {
+        const spawn = (name: string, extra = {}) =>
+          toolUse("spawn_teammate", { name, role: "dev", prompt: "Wait.", ...extra });
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "go",
+            reply: reply(
+              spawn("bad name!"),
+              spawn("Lead"),
+              spawn("AGENT"),
+              spawn("ghost", { task_id: "task_0000dead" }),
+              ...["a1", "a2", "a3", "a4", "a5"].map((n) => spawn(n)),
+              spawn("A1"),
+              spawn("a6"),
+              toolUse("list_teammates", {}),
+              toolUse("send_message", { to: "dave", content: "hi" }),
+              toolUse("request_shutdown", { teammate: "dave" }),
+              toolUse("request_plan", { teammate: "dave", task: "x" }),
+              toolUse("review_plan", { request_id: "req_000000", approve: true }),
+              toolUse("create_worktree", { name: "../escape", task_id: "task_0000dead" }),
+            ),
+          },
+          { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("REFUSALS SEEN")) },
+          ...["a1", "a2", "a3", "a4", "a5"].map((n) => ({
+            when: firstOf(n),
+            reply: reply(text(`${n} ready`)),
+          })),
+          ...noted(),
+        ];
+        const run = await runTyped(chapter, {
+          steps,
+          env: TEAM,
+          typing: [{ line: "go" }, { after: "REFUSALS SEEN", line: null }],
+        });
+        const out = results(run.requests.find((r) => isLead(r) && results(r).length > 0)!);
+        expect(out.slice(0, 4)).toEqual([
+          "Error: Invalid teammate name: use 1-64 letters, digits, underscores, or dashes",
+          "Error: 'Lead' is reserved by the runtime",
+          "Error: 'AGENT' is reserved by the runtime",
+          "Error: Cannot spawn teammate 'ghost': Task not found: task_0000dead",
+        ]);
+        expect(out[4]).toBe(
+          "Teammate 'a1' spawned as dev without an initial Task. End this turn; the runtime will deliver its events.",
+        );
+        expect(out.slice(9, 11)).toEqual([
+          "Error: Teammate 'a1' already exists",
+          "Error: Team is full (5 active teammates)",
+        ]);
+        expect(out[11]).toBe("a1: working\na2: working\na3: working\na4: working\na5: working");
+        expect(out.slice(12)).toEqual([
+          "Error: Teammate 'dave' is not active",
+          "Error: Teammate 'dave' is not active",
+          "Error: Teammate 'dave' is not active",
+          "Error: Request req_000000 not found",
+          "Error: worktree name must be 1-64 letters, digits, dots, underscores, or dashes, and start with a letter or digit",
+        ]);
+        expect(run.code).toBe(0);
       },
-      { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("SPAWNED")) },
-      { when: firstOf("alice"), reply: reply(text("ready")) },
-      {
-        when: claimed("task_000000c3"),
-        reply: reply(
-          toolUse("claim_task", { task_id: "task_000000a1" }),
-          toolUse("complete_task", { task_id: "task_000000c3" }),
-          toolUse("claim_task", { task_id: "task_000000a1" }),
-          toolUse("bash", { command: "echo still here" }),
-        ),
-      },
-      { when: (r) => is("alice")(r) && results(r).length === 4, reply: reply(text("high done")) },
-      { when: claimed("task_000000a2"), reply: reply(text("SECOND CLAIM")) },
-      ...noted(),
-    ];
-    const run = await runTyped(chapter, {
-      steps,
-      env: TEAM,
-      files,
-      typing: [
-        { line: "spawn" },
-        { after: "SECOND CLAIM", line: "/team" },
-        { after: "alice (dev)", line: "/tasks release task_000000d4" },
-        { after: "Released", line: "/tasks release task_000000a2" },
-        { after: "active in this run", line: null },
-      ],
-    });
-    const round = run.requests.find((r) => is("alice")(r) && results(r).length === 4)!;
-    expect(results(round)).toEqual([
-      "Error: Owner alice must finish the current work turn for task_000000c3 before claiming another task",
-      "Completed task_000000c3 (high)",
-      "Error: Owner alice must finish the current work turn for task_000000c3 before claiming another task",
-      "still here",
-    ]);
-    expect(run.output).toContain("[idle] alice claimed task_000000c3: high");
-    expect(run.output.indexOf("claimed task_000000c3")).toBeLessThan(
-      run.output.indexOf("claimed task_000000a2"),
     );
-    expect(run.output).not.toContain("claimed task_000000b2");
-    expect(run.output).toMatch(
-      /alice \(dev\): idle, plan not_required, task task_000000a2, \d+ tokens/,
-    );
-    expect(run.output).toContain(
-      "Released task_000000d4 (crashed run's): pending, no owner (was ghost's)",
-    );
-    expect(run.output).toContain(
-      "Error: task_000000a2 is owned by alice, who is active in this run",
-    );
-    expect(readTask(run.workdir, "task_000000d4")).toMatchObject({
-      status: "pending",
-      owner: null,
-    });
-    // At exit alice's unfinished task went back to the board.
-    expect(readTask(run.workdir, "task_000000a2")).toMatchObject({
-      status: "pending",
-      owner: null,
-    });
-    expect(readTask(run.workdir, "task_000000c3")).toMatchObject({
-      status: "completed",
-      owner: "alice",
-    });
-  });
 
-  edge(
-    "the plan gate blocks bash and writes until approved, not reads; completion waits for the plan",
-    async () => {
+    it("the board: auto-claim by priority then ID, one task per owner, completion keeps the lease; /team and /tasks release", async () => {
       const files = {
-        ...taskFile("task_0000beef", { subject: "careful" }),
-        "notes.txt": "read me\n",
+        ...taskFile("task_000000a1", { subject: "low", priority: 3 }),
+        ...taskFile("task_000000b2", { subject: "mid b" }),
+        ...taskFile("task_000000a2", { subject: "mid a" }),
+        ...taskFile("task_000000c3", { subject: "high", priority: 9 }),
+        ...taskFile("task_000000d4", {
+          subject: "crashed run's",
+          status: "in_progress",
+          owner: "ghost",
+        }),
       };
+      const claimed = (id: string) => (r: Request) =>
+        is("alice")(r) && lastText(r).startsWith(`[Auto-claimed task ${id}]`);
       const steps: ScriptStep[] = [
         {
-          when: (r) => isLead(r) && lastText(r) === "plan first",
+          when: (r) => isLead(r) && lastText(r) === "spawn",
           reply: reply(
-            toolUse("spawn_teammate", {
-              name: "bob",
-              role: "dev",
-              prompt: "Do it.",
-              task_id: "task_0000beef",
-              require_plan: true,
-            }),
+            toolUse("spawn_teammate", { name: "alice", role: "dev", prompt: "Work the board." }),
           ),
         },
-        { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
+        { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("SPAWNED")) },
+        { when: firstOf("alice"), reply: reply(text("ready")) },
         {
-          when: firstOf("bob"),
+          when: claimed("task_000000c3"),
           reply: reply(
-            toolUse("bash", { command: "echo hi" }),
-            toolUse("write_file", { path: "x.txt", content: "x" }),
-            toolUse("read_file", { path: "notes.txt" }),
-            toolUse("complete_task", { task_id: "task_0000beef" }),
-            toolUse("submit_plan", { plan: "write x.txt" }),
+            toolUse("claim_task", { task_id: "task_000000a1" }),
+            toolUse("complete_task", { task_id: "task_000000c3" }),
+            toolUse("claim_task", { task_id: "task_000000a1" }),
+            toolUse("bash", { command: "echo still here" }),
           ),
         },
-        { when: (r) => is("bob")(r) && results(r).length === 5, reply: reply(text("waiting")) },
-        {
-          when: (r) => events(r) && lastText(r).includes("plan_approval_request"),
-          reply: (r) =>
-            reply(
-              toolUse("review_plan", {
-                request_id: /request_id=(req_\d+)/.exec(lastText(r))![1],
-                approve: true,
-              }),
-            ),
-        },
-        {
-          when: (r) => is("bob")(r) && lastText(r).startsWith("[Plan approved]"),
-          reply: reply(
-            toolUse("write_file", { path: "x.txt", content: "x" }),
-            toolUse("complete_task", { task_id: "task_0000beef" }),
-          ),
-        },
-        { when: (r) => is("bob")(r) && results(r).length === 2, reply: reply(text("BOB DONE")) },
+        { when: (r) => is("alice")(r) && results(r).length === 4, reply: reply(text("high done")) },
+        { when: claimed("task_000000a2"), reply: reply(text("SECOND CLAIM")) },
         ...noted(),
       ];
       const run = await runTyped(chapter, {
         steps,
         env: TEAM,
         files,
-        typing: [{ line: "plan first" }, { after: "BOB DONE", line: null }],
+        typing: [
+          { line: "spawn" },
+          { after: "SECOND CLAIM", line: "/team" },
+          { after: "alice (dev)", line: "/tasks release task_000000d4" },
+          { after: "Released", line: "/tasks release task_000000a2" },
+          { after: "active in this run", line: null },
+        ],
       });
-      const first = run.requests.find((r) => is("bob")(r) && results(r).length === 5)!;
-      const blocked =
-        "Blocked: plan status is required. Submit or revise the plan and wait for approval before changing the workspace.";
-      expect(results(first).slice(0, 4)).toEqual([
-        blocked,
-        blocked,
-        "read me",
-        "Error: Task task_0000beef cannot complete while plan status is required",
+      const round = run.requests.find((r) => is("alice")(r) && results(r).length === 4)!;
+      expect(results(round)).toEqual([
+        "Error: Owner alice must finish the current work turn for task_000000c3 before claiming another task",
+        "Completed task_000000c3 (high)",
+        "Error: Owner alice must finish the current work turn for task_000000c3 before claiming another task",
+        "still here",
       ]);
-      expect(results(first)[4]).toMatch(
-        /^Plan submitted \(req_\d{6}\)\. Wait for Lead's decision\.$/,
+      expect(run.output).toContain("[idle] alice claimed task_000000c3: high");
+      expect(run.output.indexOf("claimed task_000000c3")).toBeLessThan(
+        run.output.indexOf("claimed task_000000a2"),
       );
-      expect(run.requests.find(firstOf("bob"))!.messages[0]!.content).toBe(
-        `Do it.\n\n[Assigned task task_0000beef] careful\nWork directory: ${run.workdir}\n\n[Plan required] Submit a plan and wait for Lead approval before changing files or using bash.`,
+      expect(run.output).not.toContain("claimed task_000000b2");
+      expect(run.output).toMatch(
+        /alice \(dev\): idle, plan not_required, task task_000000a2, \d+ tokens/,
       );
-      // No result event while the plan waited: the lead first heard of bob through his plan.
-      const firstEvents = lastText(run.requests.find(events)!);
-      expect(firstEvents).toMatch(
-        /^\[Team events\]\n\[plan_approval_request request_id=req_\d+\] bob: write x\.txt$/,
+      expect(run.output).toContain(
+        "Released task_000000d4 (crashed run's): pending, no owner (was ghost's)",
       );
-      expect(readFileSync(path.join(run.workdir, "x.txt"), "utf8")).toBe("x");
-      expect(readTask(run.workdir, "task_0000beef")).toMatchObject({
-        status: "completed",
-        owner: "bob",
-      });
-    },
-  );
-
-  // The cap is one module's constant: its many model calls run where that module differs.
-  edge(
-    "a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board",
-    async () => {
-      const steps: ScriptStep[] = [
-        {
-          when: (r) => isLead(r) && lastText(r) === "loop",
-          reply: reply(
-            toolUse("spawn_teammate", {
-              name: "carol",
-              role: "dev",
-              prompt: "Go.",
-              task_id: "task_0000c0de",
-            }),
-          ),
-        },
-        { when: (r) => isLead(r) && results(r).length > 0 && !events(r), reply: reply(text("ok")) },
-        { when: firstOf("carol"), reply: reply(toolUse("bash", { command: "rm -rf build" })) },
-        ...Array.from({ length: 49 }, () => ({
-          when: is("carol"),
-          reply: reply(toolUse("bash", { command: "true" })),
-        })),
-        ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("LEAD TOLD")) })),
-      ];
-      const run = await runTyped(chapter, {
-        steps,
-        env: TEAM,
-        files: taskFile("task_0000c0de", { subject: "endless" }),
-        typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
-        limitMs: 15000,
-      });
-      const carol = run.requests.filter(is("carol"));
-      expect(carol).toHaveLength(50);
-      expect(results(carol[1]!)).toEqual([DENIED_RM]);
-      const told = run.requests.filter(events).map(lastText).join("\n");
-      expect(told).toContain(
-        '[permission_denied] carol: bash({"command":"rm -rf build"}) needs approval (Potentially destructive command: rm); run it or add an allow rule.',
+      expect(run.output).toContain(
+        "Error: task_000000a2 is owned by alice, who is active in this run",
       );
-      expect(run.output).toContain(`  [carol] [denied] ${DENIED_RM}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(run.output).toContain("[release] endless -> pending (was carol's)");
-      expect(readTask(run.workdir, "task_0000c0de")).toMatchObject({
+      expect(readTask(run.workdir, "task_000000d4")).toMatchObject({
         status: "pending",
         owner: null,
       });
-    },
-  );
-
-  it("exit stops a working teammate: its command killed, its task back on the board, no lock, whole mailbox lines; hooks name it", async () => {
-    const workdir = tempWorkspace("team-exit");
-    const steps: ScriptStep[] = [
-      {
-        when: (r) => isLead(r) && lastText(r) === "start",
-        reply: reply(
-          toolUse("spawn_teammate", {
-            name: "dave",
-            role: "dev",
-            prompt: "Sleep.",
-            task_id: "task_0000da7e",
-          }),
-          // dave read his inbox as he started; this waits there, unread, until the exit.
-          toolUse("send_message", { to: "dave", content: "hold on" }),
-        ),
-      },
-      { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
-      {
-        when: firstOf("dave"),
-        reply: reply(
-          toolUse("bash", {
-            command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
-          }),
-        ),
-      },
-    ];
-    const stdin = new PassThrough();
-    stdin.write("start\n");
-    const pending = runChapter(chapter, {
-      steps,
-      env: TEAM,
-      workdir,
-      stdin,
-      files: {
-        ...taskFile("task_0000da7e", { subject: "sleepy" }),
-        ".claude/settings.json": JSON.stringify({
-          hooks: {
-            PreToolUse: [
-              {
-                matcher: "Bash",
-                hooks: [{ type: "command", command: "cat >> hook.json; echo >> hook.json" }],
-              },
-            ],
-          },
-        }),
-      },
-    });
-    const pid = await waitForPid(path.join(workdir, "sleep.pid"));
-    stdin.end();
-    const started = Date.now();
-    const run = await pending;
-    expect(Date.now() - started).toBeLessThan(3000);
-    expect(run.code).toBe(0);
-    expect(await endsWithin(pid, 2000)).toBe(true);
-    expect(readTask(workdir, "task_0000da7e")).toMatchObject({ status: "pending", owner: null });
-    expect(existsSync(path.join(workdir, ".harness", "tasks", ".lock"))).toBe(false);
-    // The unread message is still there, one whole line: nothing half-written, nothing lost.
-    expect(mailboxLines(workdir)).toEqual([
-      expect.objectContaining({ from: "lead", to: "dave", content: "hold on", type: "message" }),
-    ]);
-    const hook = JSON.parse(readFileSync(path.join(workdir, "hook.json"), "utf8").trim());
-    expect(hook).toMatchObject({
-      hook_event_name: "PreToolUse",
-      tool_name: "bash",
-      agent_name: "dave",
-    });
-  });
-
-  edge(
-    "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",
-    async () => {
-      const workdir = tempWorkspace("team-wt");
-      const git = (...args: string[]) =>
-        execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
-      git("init", "-q", "-b", "main");
-      writeFiles(workdir, { "README.md": "repo\n" });
-      git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
-      git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
-      git("branch", "wt/taken");
-      writeFiles(workdir, {
-        ...taskFile("task_000a0001", { subject: "auth" }),
-        ...taskFile("task_000a0002", { subject: "claimed", status: "in_progress", owner: "agent" }),
-        ...taskFile("task_000a0003", { subject: "other" }),
+      // At exit alice's unfinished task went back to the board.
+      expect(readTask(run.workdir, "task_000000a2")).toMatchObject({
+        status: "pending",
+        owner: null,
       });
+      expect(readTask(run.workdir, "task_000000c3")).toMatchObject({
+        status: "completed",
+        owner: "alice",
+      });
+    });
+
+    edge(
+      "the plan gate blocks bash and writes until approved, not reads; completion waits for the plan",
+      async () => {
+        const files = {
+          ...taskFile("task_0000beef", { subject: "careful" }),
+          "notes.txt": "read me\n",
+        };
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "plan first",
+            reply: reply(
+              toolUse("spawn_teammate", {
+                name: "bob",
+                role: "dev",
+                prompt: "Do it.",
+                task_id: "task_0000beef",
+                require_plan: true,
+              }),
+            ),
+          },
+          {
+            when: (r) => isLead(r) && results(r).length > 0 && !events(r),
+            reply: reply(text("ok")),
+          },
+          {
+            when: firstOf("bob"),
+            reply: reply(
+              toolUse("bash", { command: "echo hi" }),
+              toolUse("write_file", { path: "x.txt", content: "x" }),
+              toolUse("read_file", { path: "notes.txt" }),
+              toolUse("complete_task", { task_id: "task_0000beef" }),
+              toolUse("submit_plan", { plan: "write x.txt" }),
+            ),
+          },
+          { when: (r) => is("bob")(r) && results(r).length === 5, reply: reply(text("waiting")) },
+          {
+            when: (r) => events(r) && lastText(r).includes("plan_approval_request"),
+            reply: (r) =>
+              reply(
+                toolUse("review_plan", {
+                  request_id: /request_id=(req_\d+)/.exec(lastText(r))![1],
+                  approve: true,
+                }),
+              ),
+          },
+          {
+            when: (r) => is("bob")(r) && lastText(r).startsWith("[Plan approved]"),
+            reply: reply(
+              toolUse("write_file", { path: "x.txt", content: "x" }),
+              toolUse("complete_task", { task_id: "task_0000beef" }),
+            ),
+          },
+          { when: (r) => is("bob")(r) && results(r).length === 2, reply: reply(text("BOB DONE")) },
+          ...noted(),
+        ];
+        const run = await runTyped(chapter, {
+          steps,
+          env: TEAM,
+          files,
+          typing: [{ line: "plan first" }, { after: "BOB DONE", line: null }],
+        });
+        const first = run.requests.find((r) => is("bob")(r) && results(r).length === 5)!;
+        const blocked =
+          "Blocked: plan status is required. Submit or revise the plan and wait for approval before changing the workspace.";
+        expect(results(first).slice(0, 4)).toEqual([
+          blocked,
+          blocked,
+          "read me",
+          "Error: Task task_0000beef cannot complete while plan status is required",
+        ]);
+        expect(results(first)[4]).toMatch(
+          /^Plan submitted \(req_\d{6}\)\. Wait for Lead's decision\.$/,
+        );
+        expect(run.requests.find(firstOf("bob"))!.messages[0]!.content).toBe(
+          `Do it.\n\n[Assigned task task_0000beef] careful\nWork directory: ${run.workdir}\n\n[Plan required] Submit a plan and wait for Lead approval before changing files or using bash.`,
+        );
+        // No result event while the plan waited: the lead first heard of bob through his plan.
+        const firstEvents = lastText(run.requests.find(events)!);
+        expect(firstEvents).toMatch(
+          /^\[Team events\]\n\[plan_approval_request request_id=req_\d+\] bob: write x\.txt$/,
+        );
+        expect(readFileSync(path.join(run.workdir, "x.txt"), "utf8")).toBe("x");
+        expect(readTask(run.workdir, "task_0000beef")).toMatchObject({
+          status: "completed",
+          owner: "bob",
+        });
+      },
+    );
+
+    // The cap is one module's constant: its many model calls run where that module differs.
+    edge(
+      "a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board",
+      async () => {
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "loop",
+            reply: reply(
+              toolUse("spawn_teammate", {
+                name: "carol",
+                role: "dev",
+                prompt: "Go.",
+                task_id: "task_0000c0de",
+              }),
+            ),
+          },
+          {
+            when: (r) => isLead(r) && results(r).length > 0 && !events(r),
+            reply: reply(text("ok")),
+          },
+          { when: firstOf("carol"), reply: reply(toolUse("bash", { command: "rm -rf build" })) },
+          ...Array.from({ length: 49 }, () => ({
+            when: is("carol"),
+            reply: reply(toolUse("bash", { command: "true" })),
+          })),
+          ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("LEAD TOLD")) })),
+        ];
+        const run = await runTyped(chapter, {
+          steps,
+          env: TEAM,
+          files: taskFile("task_0000c0de", { subject: "endless" }),
+          typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
+          limitMs: 15000,
+        });
+        const carol = run.requests.filter(is("carol"));
+        expect(carol).toHaveLength(50);
+        expect(results(carol[1]!)).toEqual([DENIED_RM]);
+        const told = run.requests.filter(events).map(lastText).join("\n");
+        expect(told).toContain(
+          '[permission_denied] carol: bash({"command":"rm -rf build"}) needs approval (Potentially destructive command: rm); run it or add an allow rule.',
+        );
+        expect(run.output).toContain(`  [carol] [denied] ${DENIED_RM}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(run.output).toContain("[release] endless -> pending (was carol's)");
+        expect(readTask(run.workdir, "task_0000c0de")).toMatchObject({
+          status: "pending",
+          owner: null,
+        });
+      },
+    );
+
+    it("exit stops a working teammate: its command killed, its task back on the board, no lock, whole mailbox lines; hooks name it", async () => {
+      const workdir = tempWorkspace("team-exit");
       const steps: ScriptStep[] = [
         {
-          when: (r) => isLead(r) && lastText(r) === "worktree",
+          when: (r) => isLead(r) && lastText(r) === "start",
           reply: reply(
-            toolUse("create_worktree", { name: "auth", task_id: "task_000a0001" }),
-            toolUse("create_worktree", { name: "busy", task_id: "task_000a0002" }),
-            toolUse("create_worktree", { name: "taken", task_id: "task_000a0003" }),
-            toolUse("create_worktree", { name: "auth", task_id: "task_000a0003" }),
             toolUse("spawn_teammate", {
-              name: "erin",
+              name: "dave",
               role: "dev",
-              prompt: "Fix auth.",
-              task_id: "task_000a0001",
+              prompt: "Sleep.",
+              task_id: "task_0000da7e",
             }),
-            toolUse("list_tasks", {}),
+            // dave read his inbox as he started; this waits there, unread, until the exit.
+            toolUse("send_message", { to: "dave", content: "hold on" }),
           ),
         },
-        { when: (r) => isLead(r) && results(r).length === 6, reply: reply(text("BOUND")) },
+        { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
         {
-          when: firstOf("erin"),
+          when: firstOf("dave"),
           reply: reply(
-            toolUse("write_file", { path: "auth.txt", content: "fixed\n" }),
-            toolUse("bash", { command: "pwd" }),
-            toolUse("complete_task", { task_id: "task_000a0001" }),
+            toolUse("bash", {
+              command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
+            }),
           ),
         },
-        { when: (r) => is("erin")(r) && results(r).length === 3, reply: reply(text("ERIN DONE")) },
-        ...noted(),
       ];
-      const run = await runTyped(chapter, {
+      const stdin = new PassThrough();
+      stdin.write("start\n");
+      const pending = runChapter(chapter, {
         steps,
         env: TEAM,
         workdir,
-        typing: [
-          { line: "worktree" },
-          { after: "ERIN DONE", line: "/worktree remove auth" },
-          { after: "uncommitted", line: "/worktree remove auth --discard" },
-          { after: "retained", line: null },
-        ],
-        limitMs: 15000,
+        stdin,
+        files: {
+          ...taskFile("task_0000da7e", { subject: "sleepy" }),
+          ".claude/settings.json": JSON.stringify({
+            hooks: {
+              PreToolUse: [
+                {
+                  matcher: "Bash",
+                  hooks: [{ type: "command", command: "cat >> hook.json; echo >> hook.json" }],
+                },
+              ],
+            },
+          }),
+        },
       });
-      const lead = results(run.requests.find((r) => isLead(r) && results(r).length === 6)!);
-      expect(lead[0]).toBe(
-        "Created worktree 'auth' at .harness/worktrees/auth on branch wt/auth for task_000a0001",
-      );
-      expect(lead.slice(1, 4)).toEqual([
-        "Error: Task task_000a0002 must be pending and unowned to bind a worktree",
-        "Error: Branch 'wt/taken' already exists",
-        "Error: Worktree 'auth' is already bound to task_000a0001",
+      const pid = await waitForPid(path.join(workdir, "sleep.pid"));
+      stdin.end();
+      const started = Date.now();
+      const run = await pending;
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(run.code).toBe(0);
+      expect(await endsWithin(pid, 2000)).toBe(true);
+      expect(readTask(workdir, "task_0000da7e")).toMatchObject({ status: "pending", owner: null });
+      expect(existsSync(path.join(workdir, ".harness", "tasks", ".lock"))).toBe(false);
+      // The unread message is still there, one whole line: nothing half-written, nothing lost.
+      expect(mailboxLines(workdir)).toEqual([
+        expect.objectContaining({ from: "lead", to: "dave", content: "hold on", type: "message" }),
       ]);
-      expect(lead[5]).toContain("task_000a0001 (p5): auth [in_progress] [erin] (worktree: auth)");
-      const checkout = path.join(workdir, ".harness", "worktrees", "auth");
-      const erin = results(run.requests.find((r) => is("erin")(r) && results(r).length === 3)!);
-      expect(erin[1]).toBe(checkout);
-      expect(existsSync(path.join(workdir, "auth.txt"))).toBe(false);
-      expect(run.requests.find(firstOf("erin"))!.messages[0]!.content).toContain(
-        `Work directory: ${checkout}`,
-      );
-      expect(run.output).toContain(
-        "Error: worktree 'auth' has 1 uncommitted change(s); preserve or discard them manually",
-      );
-      expect(run.output).toContain("Worktree 'auth' removed; branch 'wt/auth' retained");
-      expect(existsSync(checkout)).toBe(false);
-      expect(git("branch", "--list", "wt/auth").trim()).toBe("wt/auth");
-      expect(readTask(workdir, "task_000a0001")).toMatchObject({
-        status: "completed",
-        worktree: null,
+      const hook = JSON.parse(readFileSync(path.join(workdir, "hook.json"), "utf8").trim());
+      expect(hook).toMatchObject({
+        hook_event_name: "PreToolUse",
+        tool_name: "bash",
+        agent_name: "dave",
       });
-    },
-  );
-});
+    });
+
+    edge(
+      "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",
+      async () => {
+        const workdir = tempWorkspace("team-wt");
+        const git = (...args: string[]) =>
+          execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
+        git("init", "-q", "-b", "main");
+        writeFiles(workdir, { "README.md": "repo\n" });
+        git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
+        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+        git("branch", "wt/taken");
+        writeFiles(workdir, {
+          ...taskFile("task_000a0001", { subject: "auth" }),
+          ...taskFile("task_000a0002", {
+            subject: "claimed",
+            status: "in_progress",
+            owner: "agent",
+          }),
+          ...taskFile("task_000a0003", { subject: "other" }),
+        });
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "worktree",
+            reply: reply(
+              toolUse("create_worktree", { name: "auth", task_id: "task_000a0001" }),
+              toolUse("create_worktree", { name: "busy", task_id: "task_000a0002" }),
+              toolUse("create_worktree", { name: "taken", task_id: "task_000a0003" }),
+              toolUse("create_worktree", { name: "auth", task_id: "task_000a0003" }),
+              toolUse("spawn_teammate", {
+                name: "erin",
+                role: "dev",
+                prompt: "Fix auth.",
+                task_id: "task_000a0001",
+              }),
+              toolUse("list_tasks", {}),
+            ),
+          },
+          { when: (r) => isLead(r) && results(r).length === 6, reply: reply(text("BOUND")) },
+          {
+            when: firstOf("erin"),
+            reply: reply(
+              toolUse("write_file", { path: "auth.txt", content: "fixed\n" }),
+              toolUse("bash", { command: "pwd" }),
+              toolUse("complete_task", { task_id: "task_000a0001" }),
+            ),
+          },
+          {
+            when: (r) => is("erin")(r) && results(r).length === 3,
+            reply: reply(text("ERIN DONE")),
+          },
+          ...noted(),
+        ];
+        const run = await runTyped(chapter, {
+          steps,
+          env: TEAM,
+          workdir,
+          typing: [
+            { line: "worktree" },
+            { after: "ERIN DONE", line: "/worktree remove auth" },
+            { after: "uncommitted", line: "/worktree remove auth --discard" },
+            { after: "retained", line: null },
+          ],
+          limitMs: 15000,
+        });
+        const lead = results(run.requests.find((r) => isLead(r) && results(r).length === 6)!);
+        expect(lead[0]).toBe(
+          "Created worktree 'auth' at .harness/worktrees/auth on branch wt/auth for task_000a0001",
+        );
+        expect(lead.slice(1, 4)).toEqual([
+          "Error: Task task_000a0002 must be pending and unowned to bind a worktree",
+          "Error: Branch 'wt/taken' already exists",
+          "Error: Worktree 'auth' is already bound to task_000a0001",
+        ]);
+        expect(lead[5]).toContain("task_000a0001 (p5): auth [in_progress] [erin] (worktree: auth)");
+        const checkout = path.join(workdir, ".harness", "worktrees", "auth");
+        const erin = results(run.requests.find((r) => is("erin")(r) && results(r).length === 3)!);
+        expect(erin[1]).toBe(checkout);
+        expect(existsSync(path.join(workdir, "auth.txt"))).toBe(false);
+        expect(run.requests.find(firstOf("erin"))!.messages[0]!.content).toContain(
+          `Work directory: ${checkout}`,
+        );
+        expect(run.output).toContain(
+          "Error: worktree 'auth' has 1 uncommitted change(s); preserve or discard them manually",
+        );
+        expect(run.output).toContain("Worktree 'auth' removed; branch 'wt/auth' retained");
+        expect(existsSync(checkout)).toBe(false);
+        expect(git("branch", "--list", "wt/auth").trim()).toBe("wt/auth");
+        expect(readTask(workdir, "task_000a0001")).toMatchObject({
+          status: "completed",
+          worktree: null,
+        });
+      },
+    );
+  },
+);

@@ -7,7 +7,14 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as TodoModule from "../chapters/s05-todo/src/todo.ts";
-import { BASE_TOOLS, chaptersFrom, edgeCase, importChapter, moduleVersions } from "./chapters.ts";
+import {
+  BASE_TOOLS,
+  carried,
+  chaptersFrom,
+  edgeCase,
+  importChapter,
+  moduleVersions,
+} from "./chapters.ts";
 import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -36,7 +43,7 @@ const MODULE_CHAPTERS = new Set(moduleVersions("s05", ["todo.ts"]).map((c) => c.
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
 const TODO = moduleVersions("s05", ["todo.ts", "harness.ts", "permissions.ts", "settings.ts"]);
 
-describe.each(chaptersFrom("s05"))("$id todo", (chapter) => {
+describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (chapter) => {
   let todo: typeof TodoModule;
   beforeAll(async () => {
     todo = await importChapter<typeof TodoModule>(chapter, "todo.ts");

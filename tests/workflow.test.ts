@@ -11,7 +11,14 @@ import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/tes
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as WorkflowModule from "../chapters/s16-workflow/src/workflow.ts";
 import type * as ReviewModule from "../chapters/s16-workflow/src/workflows/review-changes.ts";
-import { chaptersFrom, edgeCase, importChapter, moduleVersions, S13_TOOLS } from "./chapters.ts";
+import {
+  carried,
+  chaptersFrom,
+  edgeCase,
+  importChapter,
+  moduleVersions,
+  S13_TOOLS,
+} from "./chapters.ts";
 import { afterTools, lastToolResults, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -489,125 +496,130 @@ const auditAnswer = (r: Request) => {
   return reply(text('```json\n{"isReal": true, "reason": "seen"}\n```'));
 };
 
-describe.concurrent.each(chaptersFrom("s16"))("$id workflows through the chapter", (chapter) => {
-  const edge = edgeCase(chapter, WORKFLOW);
+describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
+  "$id workflows through the chapter",
+  (chapter) => {
+    const edge = edgeCase(chapter, WORKFLOW);
 
-  it("offers Workflow after the 26 tools of s15; a run's agents call the API with no tools", async () => {
-    const run = await runChapter(chapter, {
-      prompts: ["review it"],
-      steps: [
-        { when: AGENT, repeat: true, reply: auditAnswer },
-        {
-          when: userSaid("review it"),
-          reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "+ sql" } })),
-        },
-        { when: afterTools, reply: reply(text("reviewed")) },
-      ],
-    });
-    const main = run.requests.filter((r) => (r.tools?.length ?? 0) > 0);
-    const names = (main[0]!.tools as Anthropic.Tool[]).map((t) => t.name);
-    expect(names.slice(0, 26)).toEqual([...S13_TOOLS, "connect_mcp"]);
-    expect(names[26]).toBe("Workflow");
-    expect(String(JSON.stringify(main[0]!.system))).toContain(
-      "- review-changes: Review changed files across dimensions, verify each finding",
-    );
-    const agents = run.requests.filter(AGENT);
-    expect(agents).toHaveLength(5);
-    for (const request of agents) {
-      expect(request.max_tokens).toBe(2000);
-      expect(request.tools).toBeUndefined();
-      expect(String(request.messages[0]!.content)).toContain(
-        "Return only one JSON object matching this schema:",
-      );
-    }
-    const [result] = lastToolResults(main[1]!);
-    const outcome = JSON.parse(String(result!.content));
-    expect(outcome.result).toEqual({
-      confirmed: [{ dimension: "security", title: "injection", severity: "high" }],
-    });
-    expect(outcome.task).toMatchObject({ status: "completed", usage: { agents: 5 } });
-    expect(run.output).toContain("  event      task_started       workflow=review-changes");
-    expect(run.output).toContain("label=verify:security:injection phase=Verify status=done");
-    expect(run.output).toMatch(/\[usage\] .*workflow: 5/);
-  });
-
-  edge(
-    "a Workflow(<name>) deny rule refuses the run; /workflows lists runs newest first",
-    async () => {
+    it("offers Workflow after the 26 tools of s15; a run's agents call the API with no tools", async () => {
       const run = await runChapter(chapter, {
-        prompts: ["review it", "/workflows"],
-        files: {
-          ".claude/settings.json": JSON.stringify({
-            permissions: { deny: ["Workflow(review-changes)"] },
-          }),
-        },
+        prompts: ["review it"],
         steps: [
+          { when: AGENT, repeat: true, reply: auditAnswer },
           {
             when: userSaid("review it"),
-            reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "x" } })),
+            reply: reply(
+              toolUse("Workflow", { name: "review-changes", args: { changes: "+ sql" } }),
+            ),
           },
-          { when: afterTools, reply: reply(text("denied")) },
+          { when: afterTools, reply: reply(text("reviewed")) },
         ],
       });
-      const [result] = lastToolResults(run.requests.at(-1)!);
-      expect(result).toMatchObject({ is_error: true });
-      expect(String(result!.content)).toMatch(
-        /^Permission denied by deny rule Workflow\(review-changes\)/,
+      const main = run.requests.filter((r) => (r.tools?.length ?? 0) > 0);
+      const names = (main[0]!.tools as Anthropic.Tool[]).map((t) => t.name);
+      expect(names.slice(0, 26)).toEqual([...S13_TOOLS, "connect_mcp"]);
+      expect(names[26]).toBe("Workflow");
+      expect(String(JSON.stringify(main[0]!.system))).toContain(
+        "- review-changes: Review changed files across dimensions, verify each finding",
       );
-      expect(run.output).toContain("[workflows] no runs yet");
-    },
-  );
-
-  edge(
-    "Ctrl-C stops a run: its journal is kept and the next request names the run to resume",
-    async () => {
-      let interrupt: (() => void) | undefined;
-      const server = await startFakeServer({
-        latencyMs: 200,
-        model: new ScriptedModel([
-          {
-            when: AGENT,
-            repeat: true,
-            reply: (r) => {
-              // The first agent call presses Ctrl-C, once; its siblings are in flight too.
-              const press = interrupt;
-              interrupt = undefined;
-              press?.();
-              return auditAnswer(r);
-            },
-          },
-          {
-            when: userSaid("review it"),
-            reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "x" } })),
-          },
-          {
-            when: (r) => JSON.stringify(r.messages.at(-1)).includes("next"),
-            reply: reply(text("ok")),
-          },
-        ]),
-      });
-      try {
-        const run = await runChapter(chapter, {
-          prompts: ["review it", "next"],
-          server,
-          onSignal: (handler) => {
-            interrupt = handler;
-          },
-        });
-        expect(run.output).toContain("[interrupted]");
-        const [result] = lastToolResults(run.requests.at(-1)!);
-        expect(String(result!.content)).toMatch(
-          /^Interrupted by the user\. Workflow run wf_review-changes_[0-9a-f]{16} stopped; .*resume_from_run_id/,
+      const agents = run.requests.filter(AGENT);
+      expect(agents).toHaveLength(5);
+      for (const request of agents) {
+        expect(request.max_tokens).toBe(2000);
+        expect(request.tools).toBeUndefined();
+        expect(String(request.messages[0]!.content)).toContain(
+          "Return only one JSON object matching this schema:",
         );
-        const dir = path.join(run.workdir, ".harness/workflows");
-        const snapshot = readdirSync(dir).find((n) => /^wf_.*[0-9a-f]\.json$/.test(n))!;
-        const saved = JSON.parse(readFileSync(path.join(dir, snapshot), "utf8"));
-        expect(saved.task.status).toBe("failed");
-        expect(run.output).toContain("interrupted; its journal is kept");
-        expect(run.output).toContain("ok");
-      } finally {
-        await server.close();
       }
-    },
-  );
-});
+      const [result] = lastToolResults(main[1]!);
+      const outcome = JSON.parse(String(result!.content));
+      expect(outcome.result).toEqual({
+        confirmed: [{ dimension: "security", title: "injection", severity: "high" }],
+      });
+      expect(outcome.task).toMatchObject({ status: "completed", usage: { agents: 5 } });
+      expect(run.output).toContain("  event      task_started       workflow=review-changes");
+      expect(run.output).toContain("label=verify:security:injection phase=Verify status=done");
+      expect(run.output).toMatch(/\[usage\] .*workflow: 5/);
+    });
+
+    edge(
+      "a Workflow(<name>) deny rule refuses the run; /workflows lists runs newest first",
+      async () => {
+        const run = await runChapter(chapter, {
+          prompts: ["review it", "/workflows"],
+          files: {
+            ".claude/settings.json": JSON.stringify({
+              permissions: { deny: ["Workflow(review-changes)"] },
+            }),
+          },
+          steps: [
+            {
+              when: userSaid("review it"),
+              reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "x" } })),
+            },
+            { when: afterTools, reply: reply(text("denied")) },
+          ],
+        });
+        const [result] = lastToolResults(run.requests.at(-1)!);
+        expect(result).toMatchObject({ is_error: true });
+        expect(String(result!.content)).toMatch(
+          /^Permission denied by deny rule Workflow\(review-changes\)/,
+        );
+        expect(run.output).toContain("[workflows] no runs yet");
+      },
+    );
+
+    edge(
+      "Ctrl-C stops a run: its journal is kept and the next request names the run to resume",
+      async () => {
+        let interrupt: (() => void) | undefined;
+        const server = await startFakeServer({
+          latencyMs: 200,
+          model: new ScriptedModel([
+            {
+              when: AGENT,
+              repeat: true,
+              reply: (r) => {
+                // The first agent call presses Ctrl-C, once; its siblings are in flight too.
+                const press = interrupt;
+                interrupt = undefined;
+                press?.();
+                return auditAnswer(r);
+              },
+            },
+            {
+              when: userSaid("review it"),
+              reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "x" } })),
+            },
+            {
+              when: (r) => JSON.stringify(r.messages.at(-1)).includes("next"),
+              reply: reply(text("ok")),
+            },
+          ]),
+        });
+        try {
+          const run = await runChapter(chapter, {
+            prompts: ["review it", "next"],
+            server,
+            onSignal: (handler) => {
+              interrupt = handler;
+            },
+          });
+          expect(run.output).toContain("[interrupted]");
+          const [result] = lastToolResults(run.requests.at(-1)!);
+          expect(String(result!.content)).toMatch(
+            /^Interrupted by the user\. Workflow run wf_review-changes_[0-9a-f]{16} stopped; .*resume_from_run_id/,
+          );
+          const dir = path.join(run.workdir, ".harness/workflows");
+          const snapshot = readdirSync(dir).find((n) => /^wf_.*[0-9a-f]\.json$/.test(n))!;
+          const saved = JSON.parse(readFileSync(path.join(dir, snapshot), "utf8"));
+          expect(saved.task.status).toBe("failed");
+          expect(run.output).toContain("interrupted; its journal is kept");
+          expect(run.output).toContain("ok");
+        } finally {
+          await server.close();
+        }
+      },
+    );
+  },
+);
