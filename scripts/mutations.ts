@@ -148,7 +148,8 @@ export const MUTATIONS: Mutation[] = [
     search: "    permissionsMechanism(harness),\n    hooksMechanism(harness),\n",
     replace: "    hooksMechanism(harness),\n    permissionsMechanism(harness),\n",
     description: "PreToolUse hooks run before the permission gates (they see refused calls)",
-    tests: ["hooks.test.ts"],
+    // s09 reruns no hooks suite (carried): the list rule says its order must be s08's.
+    tests: ["course.test.ts"],
   },
   {
     id: "s09-prompt-dynamic-not-last",

@@ -1,10 +1,11 @@
 /**
- * The chapter table every carry-forward suite reads. A mechanism's suite runs
- * against every chapter from the one that introduces it (`chaptersFrom`); a chapter that
- * deliberately changes a behaviour says so in `CHANGED` (no silent skips). Suites that
- * test modules directly rather than through `main` run on each distinct version of those
- * modules (`moduleVersions`); through `main`, a suite's contract runs on every chapter and
- * its edge cases where their modules differ and on the newest chapter (`runsEdgeCases`).
+ * The chapter table every carry-forward suite reads. A mechanism's suite covers the
+ * chapters from the one that introduces it (`chaptersFrom`); a chapter that deliberately
+ * changes a behaviour says so in `CHANGED` (no silent skips). Suites that test modules
+ * directly rather than through `main` run on each distinct version of those modules
+ * (`moduleVersions`); suites that run through `main` are carried to those versions and the
+ * newest chapter (`carried`), and their edge cases run where their own modules differ and
+ * on the newest chapter (`runsEdgeCases`). Demos and command-line runs cover every chapter.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -160,10 +161,10 @@ export function moduleVersions(first: string, entries: string[], behaviour?: str
 }
 
 /**
- * Whether a suite's edge cases run through `main` on `chapter`. Every chapter runs the
- * suite's contract: its mechanism at work in that chapter's composition. The edge cases
- * (parameter variants, error paths, rarer replies) run where the modules that decide them
- * differ (`modules`, from `moduleVersions`) and on the newest chapter. Chapters are
+ * Whether a suite's edge cases run through `main` on `chapter`. Every chapter the suite
+ * is carried to runs its contract: its mechanism at work in that chapter's composition.
+ * The edge cases (parameter variants, error paths, rarer replies) run where the modules
+ * that decide them differ (`modules`, from `moduleVersions`) and on the newest chapter. Chapters are
  * cumulative copies, so a later mechanism that breaks an edge case of an earlier one breaks
  * it in every chapter after it, the newest included; the copies in between run the same
  * code in a smaller composition and would only find it again.

@@ -16,10 +16,12 @@ import {
   formatStatsTable,
   listChapters,
   main,
+  mechanismList,
   resolveChapter,
   splitLines,
   syncFile,
 } from "../scripts/course.ts";
+import { type Chapter, chapterDir, chaptersFrom } from "./chapters.ts";
 
 type Files = Record<string, string>;
 
@@ -518,6 +520,26 @@ describe("check", () => {
     );
     expect(out).toContain("course check: 1 problem in 3 chapters\n");
   });
+});
+
+// The list rule on the course itself: what lets a suite skip the chapters in between
+// (`carried` in chapters.ts). A chapter that reorders or drops a mechanism fails here.
+describe("the course's own lists of mechanisms", () => {
+  const listOf = (chapter: Chapter) =>
+    mechanismList(fs.readFileSync(path.join(chapterDir(chapter), "src", "main.ts"), "utf8"));
+  it.each(
+    chaptersFrom("s05").map(
+      (chapter, i) => [chapter.id, chapter, chaptersFrom("s04")[i]!] as const,
+    ),
+  )(
+    "%s lists the previous chapter's mechanisms in order, then its own",
+    (_id, chapter, previous) => {
+      const before = listOf(previous);
+      const after = listOf(chapter);
+      expect(after.slice(0, before.length)).toEqual(before);
+      expect(after.length).toBeGreaterThan(before.length);
+    },
+  );
 });
 
 describe("check: the shape of a chapter (from s05 on)", () => {

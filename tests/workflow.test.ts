@@ -4,7 +4,7 @@
  * workflow), then through the chapter against the fake API: the tool in the pool, a real
  * run's requests and lines, a settings rule, `/workflows`, and Ctrl-C during a run.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
@@ -293,6 +293,25 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
     expect(lines).toContain(
       `[workflow] ${id}.lock was left by a process that is gone (pid ${2 ** 22 + 7}): reclaimed`,
     );
+  });
+
+  it("/workflows lists runs newest first; a running run nobody holds shows interrupted", async () => {
+    const { runtime, signal, dir } = setup(fakeRunner().runner, [oneStep]);
+    expect(runtime.describeRuns()).toBe("[workflows] no runs yet");
+    const first = await runtime.run(oneStep, null, undefined, signal);
+    const old = first.launched.runId;
+    // As a killed process leaves it: the snapshot still says running, its lock names a dead pid.
+    const snapshot = JSON.parse(readFileSync(path.join(dir, `${old}.json`), "utf8"));
+    snapshot.task.status = "running";
+    writeFileSync(path.join(dir, `${old}.json`), JSON.stringify(snapshot));
+    writeFileSync(path.join(dir, `${old}.lock`), JSON.stringify({ pid: 2 ** 22 + 7 }));
+    utimesSync(path.join(dir, `${old}.json`), new Date(1_000_000), new Date(1_000_000));
+    const second = await runtime.run(oneStep, null, undefined, signal);
+    expect(runtime.describeRuns().split("\n")).toEqual([
+      "[workflows] 2 runs, newest first:",
+      `  ${second.launched.runId}  test-flow  completed  agents=1 tokens=1`,
+      `  ${old}  test-flow  interrupted  agents=1 tokens=1`,
+    ]);
   });
 
   it("asks once more for valid JSON, then fails the run with what was wrong", async () => {
