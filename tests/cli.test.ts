@@ -24,9 +24,11 @@ import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
 import {
   afterTools,
+  isWorkflowAgent,
   lastMentions,
   lastToolResults,
   RETRY_AT_ONCE,
+  reviewAgentAnswer,
   tempWorkspace,
   writeFiles,
 } from "./helpers/run.ts";
@@ -583,16 +585,6 @@ SCENARIOS.s15 = {
   },
 };
 
-/** s16's workflow agents, answered from what each asks: one finding, confirmed. */
-const isAgent = (r: Request) =>
-  !withTools(r) && JSON.stringify(r.system).includes("focused workflow agent");
-const agentAnswer = (r: Request) => {
-  const prompt = String(r.messages[0]?.content);
-  if (prompt.startsWith("Review this change context for security"))
-    return reply(text('{"findings":[{"title":"injection","severity":"high"}]}'));
-  if (prompt.startsWith("Review this change context")) return reply(text('{"findings":[]}'));
-  return reply(text('{"isReal":true,"reason":"reproduced"}'));
-};
 const WORKFLOW_RESULT = /"launched":\{"status":"async_launched"/;
 
 SCENARIOS.s16 = {
@@ -601,7 +593,7 @@ SCENARIOS.s16 = {
   input: "review the change\n",
   latencyMs: 200,
   steps: [
-    { when: isAgent, repeat: true, reply: agentAnswer },
+    { when: isWorkflowAgent, repeat: true, reply: reviewAgentAnswer },
     {
       when: lastIs("review the change"),
       reply: reply(toolUse("Workflow", { name: "review-changes", args: { changes: "+ sql" } })),
@@ -626,7 +618,7 @@ SCENARIOS.s16 = {
       title: "run 2",
       input: "resume it\n",
       steps: [
-        { when: isAgent, repeat: true, reply: agentAnswer },
+        { when: isWorkflowAgent, repeat: true, reply: reviewAgentAnswer },
         { when: lastIs("resume it"), reply: resume({ args: { changes: "other" } }) },
         { when: (r) => withTools(r) && afterTools(r) && !resumed(r), reply: resume() },
         { when: (r) => withTools(r) && resumed(r), reply: reply(text("resumed")) },
@@ -645,7 +637,7 @@ SCENARIOS.s16 = {
       { dimension: "security", title: "injection", severity: "high" },
     ]);
     // Four audits and one verification in all: what was journaled is not asked again.
-    const agents = second.requests.filter(isAgent);
+    const agents = second.requests.filter(isWorkflowAgent);
     expect(agents.length + journaled.length).toBe(5);
     expect(outcome.task.usage.agents).toBe(agents.length);
     const cached = second.stdout.split("\n").filter((line) => line.endsWith("status=cached"));

@@ -19,9 +19,16 @@ import {
   moduleVersions,
   S13_TOOLS,
 } from "./chapters.ts";
-import { afterTools, lastToolResults, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
+import {
+  afterTools,
+  isWorkflowAgent,
+  lastToolResults,
+  reviewAgentAnswer,
+  runChapter,
+  tempWorkspace,
+  userSaid,
+} from "./helpers/run.ts";
 
-type Request = Anthropic.MessageCreateParams;
 type Runner = WorkflowModule.AgentRunner;
 type Script = WorkflowModule.WorkflowScript;
 
@@ -505,16 +512,6 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
 
 // ---------------------------------------------------------------------------------------
 
-const AGENT = (r: Request) =>
-  !r.tools?.length && JSON.stringify(r.system ?? "").includes("focused workflow agent");
-const auditAnswer = (r: Request) => {
-  const prompt = String(r.messages[0]?.content);
-  if (prompt.startsWith("Review this change context for security"))
-    return reply(text('{"findings":[{"title":"injection","severity":"high"}]}'));
-  if (prompt.startsWith("Review this change context")) return reply(text('{"findings":[]}'));
-  return reply(text('```json\n{"isReal": true, "reason": "seen"}\n```'));
-};
-
 describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
   "$id workflows through the chapter",
   (chapter) => {
@@ -524,7 +521,7 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
       const run = await runChapter(chapter, {
         prompts: ["review it"],
         steps: [
-          { when: AGENT, repeat: true, reply: auditAnswer },
+          { when: isWorkflowAgent, repeat: true, reply: reviewAgentAnswer },
           {
             when: userSaid("review it"),
             reply: reply(
@@ -541,7 +538,7 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
       expect(String(JSON.stringify(main[0]!.system))).toContain(
         "- review-changes: Review changed files across dimensions, verify each finding",
       );
-      const agents = run.requests.filter(AGENT);
+      const agents = run.requests.filter(isWorkflowAgent);
       expect(agents).toHaveLength(5);
       for (const request of agents) {
         expect(request.max_tokens).toBe(2000);
@@ -596,14 +593,14 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
           latencyMs: 200,
           model: new ScriptedModel([
             {
-              when: AGENT,
+              when: isWorkflowAgent,
               repeat: true,
               reply: (r) => {
                 // The first agent call presses Ctrl-C, once; its siblings are in flight too.
                 const press = interrupt;
                 interrupt = undefined;
                 press?.();
-                return auditAnswer(r);
+                return reviewAgentAnswer(r);
               },
             },
             {

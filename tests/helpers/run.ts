@@ -228,6 +228,23 @@ export function taskJson(id: string, fields: Record<string, unknown> = {}): stri
   return `${JSON.stringify(task, null, 2)}\n`;
 }
 
+/** A request from one of s16's workflow agents (no tools, the agents' system prompt). */
+export const isWorkflowAgent = (request: Anthropic.MessageCreateParams) =>
+  !request.tools?.length && JSON.stringify(request.system ?? "").includes("focused workflow agent");
+
+/**
+ * A review-changes agent answered from what it asks: the security audit finds one
+ * injection, the other audits nothing, and the verifier confirms it (fenced JSON, as models
+ * often reply).
+ */
+export function reviewAgentAnswer(request: Anthropic.MessageCreateParams) {
+  const prompt = String(request.messages[0]?.content);
+  if (prompt.startsWith("Review this change context for security"))
+    return reply(text('{"findings":[{"title":"injection","severity":"high"}]}'));
+  if (prompt.startsWith("Review this change context")) return reply(text('{"findings":[]}'));
+  return reply(text('```json\n{"isReal": true, "reason": "seen"}\n```'));
+}
+
 /** True when the last user message is this exact text. */
 export const userSaid = (line: string) => (request: Anthropic.MessageCreateParams) => {
   const last = request.messages.at(-1);
