@@ -622,7 +622,9 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
             },
           });
           expect(run.output).toContain("[interrupted]");
-          const [result] = lastToolResults(run.requests.at(-1)!);
+          // The next line's request: a cancelled agent call may reach the server after it.
+          const next = run.requests.filter((r) => (r.tools?.length ?? 0) > 0).at(-1)!;
+          const [result] = lastToolResults(next);
           expect(String(result!.content)).toMatch(
             /^Interrupted by the user\. Workflow run wf_review-changes_[0-9a-f]{16} stopped; .*resume_from_run_id/,
           );
