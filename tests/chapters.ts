@@ -35,6 +35,7 @@ export const CHAPTERS: Chapter[] = [
   { id: "s14", dir: "s14-mcp", title: "MCP Plugin" },
   { id: "s15", dir: "s15-integrated", title: "Integrated Harness" },
   { id: "s16", dir: "s16-workflow", title: "Workflow Runtime" },
+  { id: "s17", dir: "s17-goal", title: "Goal Loop" },
 ];
 
 /** The five tools every chapter from s02 offers first, in order (and every subagent's set). */

@@ -1,0 +1,234 @@
+/**
+ * What the session spends (s15), starting with spending less: prompt caching. Every model
+ * call goes out with cache breakpoints (`cache_control`), at most four per request, the
+ * API's limit:
+ *
+ *   system    [stable sections ◆][dynamic sections]
+ *   messages  … [a block ◆] [the newest message]        ◆ = a breakpoint: the prefix up to
+ *                                                           it is cached, and a later request
+ *                                                           that repeats it reads it back
+ *
+ * The stable sections come first in every prompt (prompt.ts), so the system part is read
+ * back on every call after the first. The second breakpoint goes on the newest message's
+ * last block, or, when that message is plain text (a typed line), on the last block before
+ * it: the conversation so far is then read back on the next round. The usage line shows the
+ * cache's reads and writes.
+ *
+ * Then, what it cost: a dated local price table per model (input, output, 5-minute cache
+ * write, cache read, in dollars per million tokens). The usage line ends with the turn's
+ * price, `/cost` prints the session's totals and so does the end of the session; a model
+ * not in the table is counted in tokens only. `/context` shows what the next request would
+ * carry: the system prompt (stable and dynamic parts), the tools and the messages, by size.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import {
+  formatCost,
+  type MessageParams,
+  type ModelClient,
+  toolSpecs,
+  type UsageMeter,
+  type UsageNumbers,
+} from "shared";
+import type { Harness } from "./harness.ts";
+import type { Mechanism } from "./mechanism.ts";
+import { stableLength } from "./prompt.ts";
+
+type MessageParam = Anthropic.MessageParam;
+type Block = Anthropic.ContentBlockParam;
+
+/** The API's limit of blocks with cache_control in one request. */
+export const MAX_CACHE_BREAKPOINTS = 4;
+const EPHEMERAL = { type: "ephemeral" } as const;
+
+const marked = (value: unknown) =>
+  typeof value === "object" && value !== null && "cache_control" in value && !!value.cache_control;
+
+/** Breakpoints `params` already carries (system blocks, tools, message blocks). */
+function marks(params: MessageParams): number {
+  const blocks = [
+    ...(Array.isArray(params.system) ? params.system : []),
+    ...(params.tools ?? []),
+    ...params.messages.flatMap((message) =>
+      typeof message.content === "string" ? [] : message.content,
+    ),
+  ];
+  return blocks.filter(marked).length;
+}
+
+/** The system prompt as blocks: the stable part with a breakpoint, then the rest. */
+function systemBlocks(system: string): Anthropic.TextBlockParam[] {
+  const stable = stableLength(system) ?? system.length;
+  if (stable === 0) return [{ type: "text", text: system }];
+  const head: Anthropic.TextBlockParam = {
+    type: "text",
+    text: system.slice(0, stable),
+    cache_control: EPHEMERAL,
+  };
+  // The sections are joined by a blank line; read in order, the blocks say the same.
+  const rest = system.slice(stable).replace(/^\n\n/, "");
+  return rest ? [head, { type: "text", text: rest }] : [head];
+}
+
+/** The messages with a breakpoint on the last block that can carry one (copies only). */
+function markConversation(messages: MessageParam[]): MessageParam[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    // A plain-text message stays as it is; the breakpoint goes on the block before it.
+    if (typeof message.content === "string") continue;
+    const end = message.content.at(-1);
+    // Thinking blocks take no cache_control.
+    if (!end || end.type === "thinking" || end.type === "redacted_thinking") return messages;
+    const content = [
+      ...message.content.slice(0, -1),
+      { ...end, cache_control: EPHEMERAL } as Block,
+    ];
+    return [
+      ...messages.slice(0, i),
+      { ...message, content } as MessageParam,
+      ...messages.slice(i + 1),
+    ];
+  }
+  return messages;
+}
+
+/** `params` with the system and conversation breakpoints, within the API's limit of four. */
+export function withCacheBreakpoints(params: MessageParams): MessageParams {
+  let room = MAX_CACHE_BREAKPOINTS - marks(params);
+  let system = params.system;
+  if (typeof system === "string" && system !== "" && room > 0) {
+    system = systemBlocks(system);
+    if (system.some(marked)) room--;
+  }
+  const messages = room > 0 ? markConversation(params.messages) : params.messages;
+  return { ...params, ...(system === undefined ? {} : { system }), messages };
+}
+
+/** Every call of `client` with cache breakpoints. */
+export function cachingClient(client: ModelClient): ModelClient {
+  const stream = client.stream?.bind(client);
+  return {
+    create: (params, options) => client.create(withCacheBreakpoints(params), options),
+    ...(stream
+      ? { stream: (params, options) => stream(withCacheBreakpoints(params), options) }
+      : {}),
+  };
+}
+
+export interface Price {
+  input: number;
+  output: number;
+  cacheWrite: number;
+  cacheRead: number;
+}
+
+/** When the table below was checked against platform.claude.com/docs/en/about-claude/pricing. */
+export const PRICES_AS_OF = "2026-12-01";
+/**
+ * Dollars per million tokens, by model id prefix (the first that matches wins, so a dated
+ * id such as claude-haiku-4-5-20251001 finds its family). Cache writes are the 5-minute kind.
+ */
+export const PRICES: Array<[prefix: string, price: Price]> = [
+  ["claude-opus-4-1", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4-0", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4-20250514", { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 }],
+  ["claude-opus-4", { input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5 }],
+  ["claude-opus-5", { input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5 }],
+  ["claude-sonnet-4", { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 }],
+  ["claude-sonnet-5", { input: 2, output: 10, cacheWrite: 2.5, cacheRead: 0.2 }],
+  ["claude-haiku-4-5", { input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1 }],
+];
+
+export function priceOf(model: string): Price | null {
+  return PRICES.find(([prefix]) => model.startsWith(prefix))?.[1] ?? null;
+}
+
+/** What `numbers` tokens of `model` cost in dollars, or null for a model not in the table. */
+export function dollars(model: string, numbers: UsageNumbers): number | null {
+  const price = priceOf(model);
+  if (!price) return null;
+  const perToken = (rate: number, tokens: number) => (rate * tokens) / 1_000_000;
+  return (
+    perToken(price.input, numbers.input) +
+    perToken(price.output, numbers.output) +
+    perToken(price.cacheWrite, numbers.cacheWrite) +
+    perToken(price.cacheRead, numbers.cacheRead)
+  );
+}
+
+/** The session's totals, every scope (teammates included), as `/cost` and the exit show them. */
+export function sessionCostLine(usage: UsageMeter): string {
+  const total = usage.sessionTotals();
+  let line = `[cost] session: in ${total.input} / out ${total.output} tokens`;
+  const calls = `${total.calls} call${total.calls === 1 ? "" : "s"}`;
+  line += `, cache read ${total.cacheRead}, cache write ${total.cacheWrite} (${calls})`;
+  const cost = usage.cost("session");
+  if (cost) line += formatCost(cost);
+  return `${line}; prices as of ${PRICES_AS_OF}`;
+}
+
+/** Characters per token, roughly, for English text and JSON (what `/context` estimates with). */
+const CHARS_PER_TOKEN = 4;
+
+/** `/context`: what the next request would carry, by part and by size. */
+export function describeContext(
+  system: string,
+  tools: Anthropic.Tool[],
+  history: MessageParam[],
+): string {
+  const size = (value: unknown) =>
+    (typeof value === "string" ? value : JSON.stringify(value)).length;
+  const stable = stableLength(system) ?? system.length;
+  const toolChars = tools.map((tool) => [tool.name, size(tool)] as const);
+  const largest = [...toolChars].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  const kinds = new Map<string, { count: number; chars: number }>();
+  for (const message of history) {
+    const results =
+      typeof message.content !== "string" &&
+      message.content.some((block) => block.type === "tool_result");
+    const kind = results ? "tool results" : message.role;
+    const entry = kinds.get(kind) ?? { count: 0, chars: 0 };
+    entry.count++;
+    entry.chars += size(message.content);
+    kinds.set(kind, entry);
+  }
+  const toolTotal = toolChars.reduce((sum, [, chars]) => sum + chars, 0);
+  const messageTotal = [...kinds.values()].reduce((sum, kind) => sum + kind.chars, 0);
+  const total = system.length + toolTotal + messageTotal;
+  const kindText = [...kinds].map(([kind, { count, chars }]) => `${kind} ${count} (${chars})`);
+  return [
+    `[context] the next request would carry about ${Math.ceil(total / CHARS_PER_TOKEN)} tokens (${total} characters):`,
+    `  system prompt  ${system.length} chars (stable ${stable}, dynamic ${system.length - stable})`,
+    `  tools (${tools.length})  ${toolTotal} chars; largest: ${largest.map(([name, chars]) => `${name} ${chars}`).join(", ")}`,
+    `  messages (${history.length})  ${messageTotal} chars${kindText.length ? `: ${kindText.join(", ")}` : ""}`,
+  ].join("\n");
+}
+
+export function costMechanism(harness: Pick<Harness, "usage" | "printer" | "agent">): Mechanism {
+  harness.usage.pricing = dollars;
+  return {
+    name: "cost",
+    extendClient: (client) => cachingClient(client),
+    commands: {
+      cost: {
+        description: "the session's tokens and what they cost",
+        run: async () => {
+          harness.printer.line(sessionCostLine(harness.usage));
+          return undefined;
+        },
+      },
+      context: {
+        description: "what the next request would carry: system prompt, tools, messages",
+        run: async (_args, { history }) => {
+          const setup = harness.agent("main", "main");
+          harness.printer.line(describeContext(setup.system, toolSpecs(setup.tools), history));
+          return undefined;
+        },
+      },
+    },
+    close: () => {
+      if (harness.usage.sessionTotals().calls > 0) {
+        harness.printer.line(sessionCostLine(harness.usage), "dim");
+      }
+    },
+  };
+}

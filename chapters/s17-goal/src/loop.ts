@@ -1,0 +1,459 @@
+/**
+ * The agent loop: call the model, append its reply, run the tool calls it asked for,
+ * append their results as one user message, and repeat until a reply asks for no tool.
+ * The model decides what to do; the loop only executes and feeds back.
+ *
+ * Later chapters plug in at the seams of `LoopSeams`, and the same loop runs the main
+ * agent, subagents (s06) and teammates (s13). s15 is the one chapter that edits this file
+ * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives,
+ * and a seam may raise the next call's max_tokens (`run.maxTokens`). A run gets one list
+ * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
+ * `composeSeams` joins them by one rule per seam:
+ *
+ *   beforeModelCall  each in list order, one after the other
+ *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
+ *   beforeToolCall   in list order until one refuses the call; that refusal is the result
+ *   afterToolCall    in list order, each given the output the previous one returned
+ *   afterResults     the text blocks of all of them, concatenated in list order
+ *   afterBatch       each in list order
+ *   onStop           in list order until one answers; its text continues the loop
+ *   onAppend         every listener, in list order
+ *
+ * Every seam gets the run's context: its scope and role, the turn's abort signal, the
+ * active request, the system prompt and tools of this run. docs/architecture.md shows
+ * which chapter uses which seam.
+ *
+ * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
+ * above is the composition; the mechanisms keep their own files):
+ *
+ *   a. injections       the todo reminder (s05, afterResults of the round before), then
+ *                       background notifications (s11, beforeModelCall); a turn's input,
+ *                       scheduled text or team events are its first user message
+ *   b. prompt and pool  the system prompt rebuilt (memory's sections, the clock) and the
+ *                       tool pool (MCP servers, s14, beforeModelCall)
+ *   c. compaction       the layers L3, L1, L2 and, still too large, L4, on the history as
+ *                       it will be sent (s08, aroundModelCall, outermost of the wrappers)
+ *   d. the model call   streamed for the main agent; on prompt-too-long one reactive
+ *                       compaction (s08, same wrapper); every call through the recovery
+ *                       layer's retries and fallback (s15, extendClient)
+ *   e. max_tokens       redo once at 16 000, then keep (s15, aroundModelCall)
+ *   f. no tool_use      Stop hooks (s04) and max_tokens continuations (s15), onStop; then
+ *                       the turn ends, and memory extraction (s09) runs after it, in the
+ *                       REPL's afterTurn
+ *   g. each tool_use    in order: parse, the gates (permissions, then PreToolUse hooks,
+ *                       beforeToolCall), the handler (a background job, s11), PostToolUse
+ *                       (afterToolCall); one user message with every result and the text
+ *                       that rides with them (afterResults); a `compact` request is served
+ *                       after the batch (s08, afterBatch)
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import {
+  type EventSink,
+  isAbortError,
+  type ModelClient,
+  type ToolContext,
+  type ToolMap,
+  type ToolOutput,
+  toolSpecs,
+} from "shared";
+
+export const MAX_TOKENS = 8000;
+
+type Message = Anthropic.Message;
+type MessageParam = Anthropic.MessageParam;
+type ToolResult = Anthropic.ToolResultBlockParam;
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+/** Which kind of agent runs a loop: the one at the prompt, a subagent (s06), a teammate (s13). */
+export type Role = "main" | "subagent" | "teammate";
+
+/**
+ * What started the turn: a typed line, a scheduled prompt (s12), team events (s13), a
+ * finished background job (s15). Only a user turn can stop to ask the user something.
+ */
+export type TurnKind = "user" | "scheduled" | "team" | "background";
+
+/**
+ * Who put a message into the history, so one mechanism can tell another's messages apart
+ * without matching their text: the turn's `input`, the `model`, a round's `tool_results`
+ * (and what rides with them), a `continuation` a Stop hook asked for, a `compaction`
+ * summary or marker (s08), a `notification` message (s11).
+ */
+export type Origin =
+  | "input"
+  | "model"
+  | "tool_results"
+  | "continuation"
+  | "compaction"
+  | "notification";
+
+const origins = new WeakMap<MessageParam, Origin>();
+
+/** Records who made `message` (the loop tags what it appends; mechanisms tag their own). */
+export function tagOrigin(message: MessageParam, origin: Origin): MessageParam {
+  origins.set(message, origin);
+  return message;
+}
+
+/** Who made `message`, or undefined for a message nobody tagged. */
+export function originOf(message: MessageParam): Origin | undefined {
+  return origins.get(message);
+}
+
+/** What every seam and every tool call of one loop run is told. */
+export interface RunContext extends ToolContext {
+  role: Role;
+  turn: TurnKind;
+  /** The active request: the line (or scheduled text, or task prompt) this run works on. */
+  request: string;
+  /** The system prompt of the coming (or current) model call. */
+  system: string;
+  tools: ToolMap;
+  /** max_tokens of the next model call when a mechanism raised it (s15's recovery). */
+  maxTokens?: number;
+}
+
+/** The places mechanisms plug in. Each is optional; the rules that join several are above. */
+export interface LoopSeams {
+  /** Before each model call; may rewrite the history in place. */
+  beforeModelCall?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /**
+   * Wraps each model call. `next` runs the wrappers inside this one and then the call; a
+   * wrapper may rewrite the history in place before calling it, or call it again.
+   */
+  aroundModelCall?(
+    next: () => Promise<Message>,
+    messages: MessageParam[],
+    run: RunContext,
+  ): Promise<Message>;
+  /** Before each tool call, after its input parsed: an output refuses the call (nothing runs). */
+  beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
+  /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
+  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
+  /** After a round's results are collected: text blocks to put after every tool_result. */
+  afterResults?(
+    results: ToolResult[],
+    response: Message,
+    run: RunContext,
+  ): Anthropic.TextBlockParam[];
+  /** After a round's results message was appended. */
+  afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
+  onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
+  /** Every message appended to the history, with who made it. */
+  onAppend?(message: MessageParam, origin: Origin, run: RunContext): void;
+}
+
+/** One `LoopSeams` that runs a list of them by the rules in this file's header. */
+export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
+  const all = <K extends keyof LoopSeams>(key: K) =>
+    list.flatMap((seams) => (seams[key] ? [seams] : [])) as Array<Required<Pick<LoopSeams, K>>>;
+  const before = all("beforeModelCall");
+  const around = all("aroundModelCall");
+  const gates = all("beforeToolCall");
+  const after = all("afterToolCall");
+  const extras = all("afterResults");
+  const batches = all("afterBatch");
+  const stops = all("onStop");
+  const listeners = all("onAppend");
+  return {
+    async beforeModelCall(messages, run) {
+      for (const seams of before) await seams.beforeModelCall(messages, run);
+    },
+    aroundModelCall(call, messages, run) {
+      // Built from the inside out, so the first in the list ends up outermost.
+      const chain = around.reduceRight<() => Promise<Message>>(
+        (next, seams) => () => seams.aroundModelCall(next, messages, run),
+        call,
+      );
+      return chain();
+    },
+    async beforeToolCall(toolCall, run) {
+      for (const seams of gates) {
+        const refusal = await seams.beforeToolCall(toolCall, run);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    async afterToolCall(toolCall, output, run) {
+      let kept = output;
+      for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
+      return kept;
+    },
+    afterResults(results, response, run) {
+      return extras.flatMap((seams) => seams.afterResults(results, response, run));
+    },
+    async afterBatch(messages, run) {
+      for (const seams of batches) await seams.afterBatch(messages, run);
+    },
+    async onStop(messages, response, run) {
+      for (const seams of stops) {
+        const answer = await seams.onStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
+    },
+    onAppend(message, origin, run) {
+      for (const seams of listeners) seams.onAppend(message, origin, run);
+    },
+  };
+}
+
+export interface LoopConfig {
+  client: ModelClient;
+  model: string;
+  maxTokens?: number;
+  tools: ToolMap;
+  /** The system prompt, or a function that builds it before each call. */
+  system: string | (() => string);
+  /** Who runs this loop: "main", "sub", a teammate's name (printing, log, usage). */
+  scope: string;
+  /** Absent: "main". */
+  role?: Role;
+  /** Absent: "user". */
+  turn?: TurnKind;
+  /** The active request. Absent: the text of the last user message when the run starts. */
+  request?: string;
+  workdir: string;
+  /** At most this many model calls (absent: no limit, as in s01). */
+  maxTurns?: number;
+  signal?: AbortSignal;
+  emit: EventSink;
+  /** One entry per mechanism, in the order main.ts lists them. */
+  seams?: LoopSeams[];
+}
+
+export interface LoopResult {
+  /** The last reply: the final answer, unless the turn cap stopped the loop. */
+  response: Message;
+  turns: number;
+  stopped: "done" | "max_turns";
+}
+
+export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
+  const seams = composeSeams(config.seams ?? []);
+  const signal = config.signal ?? new AbortController().signal;
+  const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
+  const run: RunContext = {
+    workdir: config.workdir,
+    signal,
+    scope: config.scope,
+    role: config.role ?? "main",
+    turn: config.turn ?? "user",
+    request: config.request ?? requestText(messages.at(-1)),
+    system: systemNow(),
+    tools: config.tools,
+  };
+  const append = (message: MessageParam, origin: Origin) => {
+    messages.push(tagOrigin(message, origin));
+    seams.onAppend(message, origin, run);
+  };
+  let turns = 0;
+
+  // One iteration per model call; the loop ends when a reply asks for no tool.
+  for (;;) {
+    throwIfAborted(signal);
+    run.system = systemNow();
+    await seams.beforeModelCall(messages, run);
+    const streamed = { text: "" };
+    const response = await seams.aroundModelCall(
+      () => callModel(messages, config, run, streamed),
+      messages,
+      run,
+    );
+    const live = streams(config, run);
+    turns++;
+    // Stored exactly as received: thinking blocks and all.
+    append({ role: "assistant", content: response.content }, "model");
+
+    const calls = response.content.filter((block) => block.type === "tool_use");
+    if (calls.length === 0) {
+      // The answer is shown as it arrives, before a Stop hook judges it. A child's answer
+      // is its return value: the tool that started the child shows it.
+      showProse(response, config, false);
+      if (run.role === "main") {
+        const answer = textOf(response);
+        // A streamed answer is on screen already; what the stream could not show (a
+        // placeholder, a note on truncation) follows it.
+        if (live && answer.startsWith(streamed.text) && answer !== streamed.text) {
+          config.emit({
+            type: "text_delta",
+            scope: config.scope,
+            text: answer.slice(streamed.text.length),
+          });
+        }
+        config.emit({
+          type: "text",
+          scope: config.scope,
+          text: answer,
+          ...(live ? { streamed: true } : {}),
+        });
+      }
+      const continuation = await seams.onStop(messages, response, run);
+      if (continuation) {
+        append({ role: "user", content: continuation }, "continuation");
+        continue;
+      }
+      return { response, turns, stopped: "done" };
+    }
+
+    showProse(response, config, !live);
+    if (live && streamed.text)
+      config.emit({ type: "text", scope: config.scope, text: streamed.text, streamed: true });
+    const results: ToolResult[] = [];
+    // In the order the model asked; each call gets exactly one result.
+    for (const block of calls) {
+      const toolCall = { id: block.id, name: block.name, input: block.input };
+      const output = await runTool(toolCall, config, run, seams);
+      results.push({
+        type: "tool_result",
+        tool_use_id: block.id,
+        content: output.content,
+        ...(output.isError ? { is_error: true } : {}),
+      });
+    }
+    throwIfAborted(signal);
+    const extra = seams.afterResults(results, response, run);
+    append({ role: "user", content: [...results, ...extra] }, "tool_results");
+    await seams.afterBatch(messages, run);
+
+    if (config.maxTurns !== undefined && turns >= config.maxTurns) {
+      return { response, turns, stopped: "max_turns" };
+    }
+  }
+}
+
+/** The main agent's replies stream (s15): its text is printed as it arrives. */
+function streams(config: LoopConfig, run: RunContext): boolean {
+  return run.role === "main" && config.client.stream !== undefined;
+}
+
+function callModel(
+  messages: MessageParam[],
+  config: LoopConfig,
+  run: RunContext,
+  streamed: { text: string },
+) {
+  // Each call streams its own answer (a max_tokens redo calls again).
+  streamed.text = "";
+  const params = {
+    model: config.model,
+    max_tokens: run.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
+    system: run.system,
+    messages,
+    tools: toolSpecs(config.tools),
+  };
+  const options = { scope: config.scope, signal: run.signal };
+  if (!streams(config, run) || !config.client.stream) return config.client.create(params, options);
+  return config.client.stream(params, {
+    ...options,
+    onText: (text) => {
+      streamed.text += text;
+      config.emit({ type: "text_delta", scope: config.scope, text });
+    },
+  });
+}
+
+/** Runs one call; every failure becomes an is_error output, never an exception. */
+async function runTool(
+  call: ToolCall,
+  config: LoopConfig,
+  run: RunContext,
+  seams: Required<LoopSeams>,
+) {
+  const started = performance.now();
+  config.emit({ type: "tool_call", scope: config.scope, ...call });
+  const output = await dispatch(call, config, run, seams);
+  config.emit({
+    type: "tool_result",
+    scope: config.scope,
+    id: call.id,
+    name: call.name,
+    content: output.content,
+    isError: output.isError === true,
+    durationMs: performance.now() - started,
+    ...(output.quiet ? { quiet: true } : {}),
+  });
+  return output;
+}
+
+async function dispatch(
+  call: ToolCall,
+  config: LoopConfig,
+  run: RunContext,
+  seams: Required<LoopSeams>,
+) {
+  // An own-key Map: names such as `constructor` or `__proto__` are simply unknown.
+  const tool = config.tools.get(call.name);
+  if (!tool) {
+    const available = [...config.tools.keys()].join(", ");
+    return error(`Error: Unknown tool '${call.name}'. Available tools: ${available}`);
+  }
+  const parsed = tool.parse(call.input);
+  if (!parsed.ok) return error(parsed.error);
+  const checked = { ...call, input: parsed.value };
+  try {
+    const refusal = await seams.beforeToolCall(checked, run);
+    if (refusal) return refusal;
+    const output = await tool.run(parsed.value, run);
+    return await seams.afterToolCall(checked, output, run);
+  } catch (caught) {
+    if (isAbortError(caught) || run.signal.aborted) throw caught;
+    return error(`Error: ${caught instanceof Error ? caught.message : String(caught)}`);
+  }
+}
+
+function error(content: string): ToolOutput {
+  return { content, isError: true };
+}
+
+/** Text and thinking that come with tool calls are shown before the calls run. */
+function showProse(response: Message, config: LoopConfig, withText = true): void {
+  for (const block of response.content) {
+    if (block.type === "text" && withText)
+      config.emit({ type: "text", scope: config.scope, text: block.text });
+    if (block.type === "thinking")
+      config.emit({ type: "thinking", scope: config.scope, text: block.thinking });
+  }
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) {
+    const abort = new Error("The turn was interrupted.");
+    abort.name = "AbortError";
+    throw abort;
+  }
+}
+
+/** A user message's own text: the string, or its first text block ("" for tool results). */
+function requestText(message: MessageParam | undefined): string {
+  if (message?.role !== "user") return "";
+  if (typeof message.content === "string") return message.content;
+  const first = message.content.find((block) => block.type === "text");
+  return first?.type === "text" ? first.text : "";
+}
+
+/** The answer of a reply: its text blocks joined, or a placeholder that says why there is none. */
+export function textOf(response: Message): string {
+  const text = response.content
+    .filter((block) => block.type === "text")
+    .map((block) => block.text)
+    .join("");
+  switch (response.stop_reason) {
+    case "max_tokens":
+      return text
+        ? `${text}\n[truncated: hit max_tokens]`
+        : "[no output: hit max_tokens before the model produced any text]";
+    case "refusal":
+      return text || "[model declined to respond]";
+    case "pause_turn":
+      return text || "[paused mid-turn]";
+    default:
+      return text || "[no text in response]";
+  }
+}

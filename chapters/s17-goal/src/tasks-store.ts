@@ -1,0 +1,593 @@
+/**
+ * The task store (s10): one JSON file per task under `<WORKDIR>/.harness/tasks/`, a lock
+ * that makes every change atomic across processes, and the graph rules. s13 adds a task's
+ * `worktree` binding, claims checked per owner, and release (a task back to the board).
+ *
+ *   .harness/tasks/task_1a2b3c4d.json   {"id", "subject", "description", "status", "owner",
+ *   .harness/tasks/task_5e6f7a8b.json    "blockedBy", "priority", …unknown keys kept}
+ *   .harness/tasks/.lock                {"pid", "time"} while one process changes the store
+ *
+ *   change = take the lock ──> read the files ──> check ──> write (temp file + rename) ──> release
+ *
+ * There is no cache: every call reads the folder again, so a second REPL on the same
+ * workspace (or a restarted one) sees what the first wrote. The folder appears on the first
+ * create; reading never makes it. A file that cannot be read as a task is reported with its
+ * path and never rewritten.
+ */
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import path from "node:path";
+import { harnessPath, writeFileAtomic } from "shared";
+import { isInside } from "./paths.ts";
+
+export const STATUSES = ["pending", "in_progress", "completed"] as const;
+export type TaskStatus = (typeof STATUSES)[number];
+export const TASK_ID = /^task_[0-9a-f]{8}$/;
+export const DEFAULT_PRIORITY = 5;
+/** How long a change waits for another process's lock before giving up. */
+export const LOCK_WAIT_MS = 5_000;
+/** How often a waiting change tries the lock again. */
+export const LOCK_RETRY_MS = 25;
+/** A lock whose content cannot be read is taken as torn (its writer died) after this long. */
+export const TORN_LOCK_MS = 1_000;
+export const MAX_ID_ATTEMPTS = 100;
+export const LOCK_FILE = ".lock";
+/** writeFileAtomic's temporary files: `<file>.<pid>.<8 hex>.tmp`. */
+const TEMP_FILE = /^task_[0-9a-f]{8}\.json\.\d+\.[0-9a-f]{8}\.tmp$/;
+
+export interface Task {
+  id: string;
+  subject: string;
+  description: string;
+  status: TaskStatus;
+  owner: string | null;
+  blockedBy: string[];
+  priority: number;
+  /** The worktree the task's work happens in (s13), or null: the workspace itself. */
+  worktree?: string | null;
+  /** Keys this chapter does not know (a later chapter's, a person's) are kept. */
+  [key: string]: unknown;
+}
+
+/** A file in the folder that is not a readable task, and why. */
+export interface Skipped {
+  /** The path relative to the workspace: `.harness/tasks/task_x.json`. */
+  file: string;
+  reason: string;
+}
+
+/** A refusal the model can act on; the tools print it as `Error: <message>`. */
+export class TaskError extends Error {}
+
+export interface TaskStoreOptions {
+  lockWaitMs?: number;
+  lockRetryMs?: number;
+  /** The 8 hex characters of a new ID (tests force collisions with it). */
+  newId?: () => string;
+  /** Prints one line (a stale lock removed). */
+  say?: (text: string) => void;
+}
+
+/** `'text'` as Python's repr writes a string (the upstream form of the pinned messages). */
+export function pyRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escaped = text
+    .replaceAll("\\", "\\\\")
+    .replaceAll("\n", "\\n")
+    .replaceAll("\r", "\\r")
+    .replaceAll("\t", "\\t");
+  return quote + (quote === "'" ? escaped.replaceAll("'", "\\'") : escaped) + quote;
+}
+
+export function checkTaskId(id: unknown): string {
+  if (typeof id !== "string" || !TASK_ID.test(id)) {
+    throw new TaskError(`Invalid task ID: ${pyRepr(String(id))}`);
+  }
+  return id;
+}
+
+export function checkPriority(value: unknown): number {
+  if (value === undefined) return DEFAULT_PRIORITY;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 10) {
+    throw new TaskError("priority must be an integer between 0 and 10");
+  }
+  return value;
+}
+
+/** Why `value` is not the task `id`, or null when it is one. */
+function taskProblem(value: unknown, id: string): string | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return "not a JSON object";
+  }
+  const task = value as Record<string, unknown>;
+  if (task.id !== id) return `Task file ID does not match ${id}`;
+  if (typeof task.subject !== "string" || !task.subject.trim()) {
+    return "subject must be a non-empty string";
+  }
+  if (typeof task.description !== "string") return "description must be a string";
+  if (!STATUSES.includes(task.status as TaskStatus)) {
+    return `status must be one of ${STATUSES.join(", ")} (found ${JSON.stringify(task.status)})`;
+  }
+  if (task.owner !== null && typeof task.owner !== "string") {
+    return "owner must be a string or null";
+  }
+  const edges = task.blockedBy;
+  if (
+    !Array.isArray(edges) ||
+    !edges.every((edge) => typeof edge === "string" && TASK_ID.test(edge))
+  ) {
+    return "blockedBy must be a list of task IDs";
+  }
+  if (task.worktree !== undefined && task.worktree !== null && typeof task.worktree !== "string") {
+    return "worktree must be a string or null";
+  }
+  try {
+    checkPriority(task.priority);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return null;
+}
+
+type Read = { ok: true; task: Task } | { ok: false; reason: string; missing: boolean };
+
+export class TaskStore {
+  readonly workdir: string;
+  readonly dir: string;
+  private readonly lockWaitMs: number;
+  private readonly lockRetryMs: number;
+  private readonly newId: () => string;
+  private readonly say: (text: string) => void;
+  /** The content of the lock this store holds, or null. */
+  private held: string | null = null;
+
+  constructor(workdir: string, options: TaskStoreOptions = {}) {
+    this.workdir = workdir;
+    this.dir = path.join(workdir, ".harness", "tasks");
+    this.lockWaitMs = options.lockWaitMs ?? LOCK_WAIT_MS;
+    this.lockRetryMs = options.lockRetryMs ?? LOCK_RETRY_MS;
+    this.newId = options.newId ?? (() => randomBytes(4).toString("hex"));
+    this.say = options.say ?? (() => {});
+  }
+
+  /** `.harness/tasks` must really lie inside the workspace (symlinks followed). */
+  checkRoot(): void {
+    if (!isInside(this.dir, this.workdir)) throw new TaskError("Task store escapes the workspace");
+  }
+
+  /** The file of task `id`, once the ID is known to be well formed. */
+  pathOf(id: unknown): string {
+    return path.join(this.dir, `${checkTaskId(id)}.json`);
+  }
+
+  /** A path as the user reads it: relative to the workspace. */
+  relative(file: string): string {
+    return path.relative(this.workdir, file).split(path.sep).join("/");
+  }
+
+  /** Task `id`, or a TaskError: not found, or the file's path and what is wrong with it. */
+  load(id: string): Task {
+    const file = this.pathOf(id);
+    this.checkRoot();
+    const read = this.read(file, id);
+    if (read.ok) return read.task;
+    if (read.missing) throw new TaskError(`Task not found: ${id}`);
+    throw new TaskError(`${this.relative(file)}: ${read.reason}`);
+  }
+
+  /** Every task in file-name order, and every file that is not one (lock and temp files aside). */
+  list(): { tasks: Task[]; skipped: Skipped[] } {
+    this.checkRoot();
+    let names: string[];
+    try {
+      names = readdirSync(this.dir).sort();
+    } catch {
+      return { tasks: [], skipped: [] };
+    }
+    const tasks: Task[] = [];
+    const skipped: Skipped[] = [];
+    for (const name of names) {
+      if (name === LOCK_FILE || TEMP_FILE.test(name)) continue;
+      const file = path.join(this.dir, name);
+      const id = name.slice(0, -".json".length);
+      const read =
+        name.endsWith(".json") && TASK_ID.test(id)
+          ? this.read(file, id)
+          : ({ ok: false, reason: "not a task file (task_<8 hex>.json)", missing: false } as const);
+      if (read.ok) tasks.push(read.task);
+      else if (!read.missing) skipped.push({ file: this.relative(file), reason: read.reason });
+    }
+    return { tasks, skipped };
+  }
+
+  /** The direct prerequisites of `task` that are not completed (missing or unreadable ones too). */
+  incompleteDependencies(task: Task, tasks = this.list().tasks): string[] {
+    const byId = new Map(tasks.map((t) => [t.id, t]));
+    return task.blockedBy.filter((dep) => byId.get(dep)?.status !== "completed");
+  }
+
+  canStart(id: string): boolean {
+    return this.incompleteDependencies(this.load(id)).length === 0;
+  }
+
+  /** A new pending task with no edges (the folder is made now, on the first create). */
+  async create(input: {
+    subject: string;
+    description?: string;
+    priority?: unknown;
+  }): Promise<Task> {
+    const subject = input.subject.trim();
+    if (!subject) throw new TaskError("Task subject cannot be empty");
+    const priority = checkPriority(input.priority);
+    this.checkRoot();
+    harnessPath(this.workdir, "tasks", LOCK_FILE);
+    return this.locked(() => {
+      for (let attempt = 0; attempt < MAX_ID_ATTEMPTS; attempt++) {
+        const id = `task_${this.newId()}`;
+        if (!TASK_ID.test(id)) throw new Error(`newId made a malformed ID: ${id}`);
+        if (exists(this.pathOf(id))) continue;
+        const task: Task = {
+          id,
+          subject,
+          description: input.description ?? "",
+          status: "pending",
+          owner: null,
+          blockedBy: [],
+          priority,
+          worktree: null,
+        };
+        this.save(task);
+        return task;
+      }
+      throw new TaskError("Could not allocate a unique task ID");
+    });
+  }
+
+  /**
+   * Adds edges `id` ─blockedBy─> each of `deps`. The whole request is checked before
+   * anything is written: a bad one leaves every file as it was.
+   */
+  async addDependencies(id: string, deps: unknown): Promise<{ task: Task; added: string[] }> {
+    checkTaskId(id);
+    if (!Array.isArray(deps)) throw new TaskError("addBlockedBy must be a list of task IDs");
+    if (deps.length === 0) throw new TaskError("addBlockedBy must list at least one task ID");
+    const wanted = [...new Set(deps.map(checkTaskId))];
+    return this.change(() => {
+      const task = this.load(id);
+      if (task.status !== "pending" || task.owner !== null) {
+        throw new TaskError(
+          `Task ${id} dependencies can only be updated while pending and unowned`,
+        );
+      }
+      const { tasks } = this.list();
+      for (const dep of wanted) {
+        if (dep === id) throw new TaskError("Task cannot depend on itself");
+        const read = this.read(this.pathOf(dep), dep);
+        if (!read.ok && read.missing) throw new TaskError(`Dependency not found: ${dep}`);
+        if (!read.ok) {
+          throw new TaskError(
+            `Dependency ${dep} cannot be read (${this.relative(this.pathOf(dep))}: ${read.reason})`,
+          );
+        }
+        if (!task.blockedBy.includes(dep) && reaches(tasks, dep, id)) {
+          throw new TaskError(`Dependency cycle detected: ${id} -> ${dep}`);
+        }
+      }
+      const added = wanted.filter((dep) => !task.blockedBy.includes(dep));
+      if (added.length === 0) return { task, added };
+      const next = { ...task, blockedBy: [...task.blockedBy, ...added] };
+      this.save(next);
+      return { task: next, added };
+    });
+  }
+
+  /**
+   * `owner` takes a pending task whose prerequisites are all completed. `check` (s13: one
+   * task per owner, a usable worktree) runs under the same lock and throws to refuse.
+   */
+  async claim(
+    id: string,
+    owner: string,
+    check?: (task: Task, tasks: Task[]) => void,
+  ): Promise<{ ok: true; task: Task } | { ok: false; blockedBy: string[] }> {
+    checkTaskId(id);
+    return this.change(() => {
+      const task = this.load(id);
+      if (task.status !== "pending") {
+        throw new TaskError(`Task ${id} is ${task.status}, cannot claim`);
+      }
+      if (task.owner !== null) throw new TaskError(`Task ${id} is already owned by ${task.owner}`);
+      const { tasks } = this.list();
+      check?.(task, tasks);
+      const blockedBy = this.incompleteDependencies(task, tasks);
+      if (blockedBy.length > 0) return { ok: false as const, blockedBy };
+      const next: Task = { ...task, owner, status: "in_progress" };
+      this.save(next);
+      return { ok: true as const, task: next };
+    });
+  }
+
+  /**
+   * `owner` completes its task. `unblocked` is exactly what this completion made startable:
+   * pending tasks with prerequisites that can start now and could not before.
+   */
+  async complete(id: string, owner: string): Promise<{ task: Task; unblocked: Task[] }> {
+    checkTaskId(id);
+    return this.change(() => {
+      const task = this.load(id);
+      if (task.status !== "in_progress") {
+        throw new TaskError(`Task ${id} is ${task.status}, cannot complete`);
+      }
+      if (task.owner !== owner) {
+        throw new TaskError(`Task ${id} is owned by ${task.owner}, not ${owner}`);
+      }
+      const waiting = (tasks: Task[]) =>
+        tasks.filter(
+          (t) =>
+            t.status === "pending" &&
+            t.blockedBy.length > 0 &&
+            this.incompleteDependencies(t, tasks).length === 0,
+        );
+      const readyBefore = new Set(waiting(this.list().tasks).map((t) => t.id));
+      const next: Task = { ...task, status: "completed" };
+      this.save(next);
+      const unblocked = waiting(this.list().tasks).filter((t) => !readyBefore.has(t.id));
+      return { task: next, unblocked };
+    });
+  }
+
+  /**
+   * Puts an in-progress task back on the board: pending, no owner (s13: a teammate that
+   * stops, `/tasks release`). `owner`, when given, must be the task's. Returns the task as
+   * saved, or null when it was not in progress (nothing to release).
+   */
+  async returnToBoard(id: string, owner?: string): Promise<Task | null> {
+    checkTaskId(id);
+    return this.change(() => {
+      const task = this.load(id);
+      if (task.status !== "in_progress") return null;
+      if (owner !== undefined && task.owner !== owner) {
+        throw new TaskError(`Task ${id} is owned by ${task.owner}, not ${owner}`);
+      }
+      const next: Task = { ...task, status: "pending", owner: null };
+      this.save(next);
+      return next;
+    });
+  }
+
+  /**
+   * Binds a pending, unowned task to worktree `name` (s13), under the lock; `check` sees
+   * every task first (no other task may hold the name) and throws to refuse.
+   */
+  async bind(id: string, name: string | null, check?: (task: Task, tasks: Task[]) => void) {
+    checkTaskId(id);
+    return this.change(() => {
+      const task = this.load(id);
+      check?.(task, this.list().tasks);
+      const next: Task = { ...task, worktree: name };
+      this.save(next);
+      return next;
+    });
+  }
+
+  /** Releases the lock if this store still holds it (the session's end). */
+  close(): void {
+    this.release();
+  }
+
+  // -------------------------------------------------------------------------------------
+
+  private read(file: string, id: string): Read {
+    let text: string;
+    try {
+      if (!lstatSync(file).isFile()) {
+        return { ok: false, reason: "not a regular file", missing: false };
+      }
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return { ok: false, reason: "missing", missing: true };
+      return { ok: false, reason: `cannot be read (${code ?? "error"})`, missing: false };
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      return { ok: false, reason: `invalid JSON (${(error as Error).message})`, missing: false };
+    }
+    const problem = taskProblem(value, id);
+    if (problem) return { ok: false, reason: problem, missing: false };
+    const task = value as Task;
+    return { ok: true, task: { ...task, priority: task.priority ?? DEFAULT_PRIORITY } };
+  }
+
+  /** Pretty JSON, unknown keys where they were; temp file + rename. */
+  private save(task: Task): void {
+    writeFileAtomic(this.pathOf(task.id), `${JSON.stringify(task, null, 2)}\n`);
+  }
+
+  /** A change to existing tasks: without the folder there is nothing to change (or lock). */
+  private change<T>(fn: () => T): Promise<T> {
+    this.checkRoot();
+    if (!exists(this.dir)) return Promise.resolve().then(fn);
+    return this.locked(fn);
+  }
+
+  /** Runs `fn` (check and save, synchronous) while holding the lock; released on every path. */
+  private async locked<T>(fn: () => T): Promise<T> {
+    await this.acquire();
+    try {
+      return fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private get lockPath(): string {
+    return path.join(this.dir, LOCK_FILE);
+  }
+
+  /** Exclusive create of `.lock`; a busy lock is retried, a stale one removed (one line). */
+  private async acquire(): Promise<void> {
+    const deadline = Date.now() + this.lockWaitMs;
+    for (;;) {
+      const content = `${JSON.stringify({ pid: process.pid, time: new Date().toISOString() })}\n`;
+      if (this.tryCreate(content)) {
+        this.held = content;
+        holdLock(this.lockPath, content);
+        return;
+      }
+      const holder = readLock(this.lockPath);
+      if (holder === null) continue; // released meanwhile: try again at once
+      if (holder.error !== null) {
+        // A directory or an unreadable file in the lock's place: no one will ever release it.
+        throw new TaskError(
+          `${this.relative(this.lockPath)} is not a lock file this harness can read (${holder.error}); remove it`,
+        );
+      }
+      const stale =
+        holder.pid === null
+          ? Date.now() - holder.mtimeMs > TORN_LOCK_MS
+          : !processAlive(holder.pid);
+      if (stale) {
+        if (removeIfUnchanged(this.lockPath, holder.text)) {
+          const who =
+            holder.pid === null ? "an unreadable lock" : `pid ${holder.pid}, no longer running`;
+          this.say(`[tasks] removed a stale lock (${who}): ${this.relative(this.lockPath)}`);
+        }
+        continue;
+      }
+      if (Date.now() >= deadline) {
+        throw new TaskError(`Task store is busy (locked by pid ${holder.pid ?? "unknown"})`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.lockRetryMs));
+    }
+  }
+
+  private tryCreate(content: string): boolean {
+    let fd: number;
+    try {
+      fd = openSync(this.lockPath, "wx");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw error;
+    }
+    try {
+      writeSync(fd, content);
+    } catch (error) {
+      closeSync(fd);
+      unlinkSync(this.lockPath);
+      throw error;
+    }
+    closeSync(fd);
+    return true;
+  }
+
+  private release(): void {
+    if (this.held === null) return;
+    removeIfUnchanged(this.lockPath, this.held);
+    heldLocks.delete(this.lockPath);
+    this.held = null;
+  }
+}
+
+/** True when a path chain can be followed from `from` to `to` over blockedBy edges. */
+function reaches(tasks: Task[], from: string, to: string): boolean {
+  // A node missing or unreadable has no edges: it cannot close a cycle.
+  const edges = new Map(tasks.map((task) => [task.id, task.blockedBy]));
+  const seen = new Set<string>();
+  const stack = [from];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node === to) return true;
+    if (seen.has(node)) continue;
+    seen.add(node);
+    stack.push(...(edges.get(node) ?? []));
+  }
+  return false;
+}
+
+function exists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface LockHolder {
+  pid: number | null;
+  text: string;
+  mtimeMs: number;
+  /** Why the lock's path could not be read as a file (EISDIR, EACCES …), or null. */
+  error: string | null;
+}
+
+/** The lock's holder, or null when there is no lock any more. */
+function readLock(file: string): LockHolder | null {
+  let text: string;
+  let mtimeMs: number;
+  try {
+    text = readFileSync(file, "utf8");
+    mtimeMs = statSync(file).mtimeMs;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    if (code === "ENOENT") return null;
+    return { pid: null, text: "", mtimeMs: 0, error: code };
+  }
+  try {
+    const pid = (JSON.parse(text) as { pid?: unknown }).pid;
+    return {
+      pid: Number.isInteger(pid) && (pid as number) > 0 ? (pid as number) : null,
+      text,
+      mtimeMs,
+      error: null,
+    };
+  } catch {
+    return { pid: null, text, mtimeMs, error: null };
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Removes `file` if it still holds `text` (not a lock someone took after we read it). */
+function removeIfUnchanged(file: string, text: string): boolean {
+  try {
+    if (readFileSync(file, "utf8") !== text) return false;
+    unlinkSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Locks this process holds, released if it exits while holding one. */
+const heldLocks = new Map<string, string>();
+let exitHook = false;
+
+function holdLock(file: string, text: string): void {
+  heldLocks.set(file, text);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const [lock, content] of heldLocks) removeIfUnchanged(lock, content);
+  });
+}
