@@ -1,16 +1,18 @@
 /**
  * The goal (s17, goal.ts): what the evaluator reads, how strictly its answer is parsed, the
- * request it sends, and the controller's decisions, records and restore. (The gate in the
- * loop, `/goal` and the command-line runs come with the rest of the chapter.)
+ * request it sends, and the controller's decisions, records and restore; then through the
+ * chapter: `/goal` starts a turn on the bare condition, the gate blocks until the evaluator
+ * agrees, a prose verdict is an error that keeps the goal, and a restart restores it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ModelClient } from "shared";
+import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as GoalModule from "../chapters/s17-goal/src/goal.ts";
-import { importChapter, moduleVersions } from "./chapters.ts";
-import { tempWorkspace } from "./helpers/run.ts";
+import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import { afterTools, runChapter, tempWorkspace } from "./helpers/run.ts";
 
 type Message = Anthropic.MessageParam;
 
@@ -225,3 +227,110 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
     );
   });
 });
+
+const GOAL = moduleVersions("s17", ["goal.ts", "loop.ts"]);
+const isEvaluator = (r: Anthropic.MessageCreateParams) =>
+  !r.tools?.length && JSON.stringify(r.system ?? "").includes("independent completion evaluator");
+const verdict = (ok: boolean, reason: string) =>
+  reply(text(JSON.stringify({ ok, reason, impossible: false })));
+const lastText = (r: Anthropic.MessageCreateParams) => JSON.stringify(r.messages.at(-1)?.content);
+
+describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
+  "$id goal through the chapter",
+  (chapter) => {
+    it("/goal works on the bare condition; not done twice, then done; /goal reports it", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["/goal pytest exits 0", "/goal"],
+        steps: [
+          { when: isEvaluator, reply: verdict(false, "no test output yet") },
+          { when: isEvaluator, reply: verdict(false, "show the pytest output") },
+          { when: isEvaluator, reply: verdict(true, "5 passed is in the output") },
+          { when: (r) => lastText(r) === '"pytest exits 0"', reply: reply(text("On it.")) },
+          {
+            when: (r) => lastText(r).includes("no test output yet"),
+            reply: reply(toolUse("bash", { command: "echo 5 passed" })),
+          },
+          { when: afterTools, reply: reply(text("The tests pass.")) },
+          {
+            when: (r) => lastText(r).includes("show the pytest output"),
+            reply: reply(text("pytest: 5 passed")),
+          },
+        ],
+      });
+      const main = run.requests.filter((r) => (r.tools?.length ?? 0) > 0);
+      expect(main[0]!.messages.at(-1)).toEqual({ role: "user", content: "pytest exits 0" });
+      expect(String(JSON.stringify(main[0]!.system))).toContain(
+        "Goal: pytest exits 0. When you stop",
+      );
+      expect(main[1]!.messages.at(-1)!.content).toBe(
+        "[Goal still active]\nCondition: pytest exits 0\nEvaluator: no test output yet\nContinue working and surface the missing evidence.",
+      );
+      const evaluations = run.requests.filter(isEvaluator);
+      expect(evaluations).toHaveLength(3);
+      for (const request of evaluations) expect(request.max_tokens).toBe(512);
+      const lines = run.output.split("\n").filter((line) => line.startsWith("[goal] "));
+      expect(lines).toEqual([
+        "[goal] set: pytest exits 0",
+        "[goal] block: no test output yet",
+        "[goal] block: show the pytest output",
+        "[goal] achieved: 5 passed is in the output",
+      ]);
+      expect(run.output).toContain(
+        "Goal achieved: pytest exits 0\nReason: 5 passed is in the output",
+      );
+      const records = readFileSync(path.join(run.workdir, ".harness/goal.jsonl"), "utf8")
+        .trim()
+        .split("\n");
+      expect(records.map((line) => JSON.parse(line).reason)).toEqual([
+        "goal set",
+        "no test output yet",
+        "show the pytest output",
+        "5 passed is in the output",
+      ]);
+    });
+
+    it("the gate comes before the Stop hooks: they run once, when the turn really ends", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["/goal say done twice"],
+        files: {
+          ".claude/settings.json": JSON.stringify({
+            hooks: { Stop: [{ hooks: [{ type: "command", command: "echo stop >> stops.log" }] }] },
+          }),
+        },
+        steps: [
+          { when: isEvaluator, reply: verdict(false, "only once so far") },
+          { when: isEvaluator, reply: verdict(true, "said twice") },
+          { when: (r) => lastText(r) === '"say done twice"', reply: reply(text("done")) },
+          { when: (r) => lastText(r).includes("only once so far"), reply: reply(text("done")) },
+        ],
+      });
+      expect(run.output).toContain("[goal] block: only once so far");
+      expect(run.output).toContain("[goal] achieved: said twice");
+      expect(readFileSync(path.join(run.workdir, "stops.log"), "utf8")).toBe("stop\n");
+    });
+
+    it("a prose verdict is an error: the goal stays, and a restart restores it", async () => {
+      const workdir = tempWorkspace("goal-cli");
+      const first = await runChapter(chapter, {
+        workdir,
+        prompts: ["/goal the build is green"],
+        steps: [
+          {
+            when: isEvaluator,
+            reply: reply(text('It looks done to me: {"ok": true, "reason": "fine"}')),
+          },
+          { reply: reply(text("Built.")) },
+        ],
+      });
+      expect(first.output).toContain(
+        "[goal] error: GoalError: goal evaluator returned invalid JSON",
+      );
+      expect(first.output).not.toContain("[goal] achieved");
+      const second = await runChapter(chapter, { workdir, prompts: ["/goal"], steps: [] });
+      expect(second.output).toContain("[goal] restored: the build is green");
+      expect(second.output).toContain(
+        "Goal active: the build is green\nElapsed: 0s\nEvaluations: 0",
+      );
+    });
+  },
+);

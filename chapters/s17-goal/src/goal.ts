@@ -17,7 +17,20 @@
  * active goal is restored when the harness starts again.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { appendLine, asObject, harnessPath, type ModelClient, readJournal } from "shared";
+import {
+  appendLine,
+  asObject,
+  ConfigError,
+  harnessPath,
+  type ModelClient,
+  positiveIntVar,
+  readJournal,
+  readVar,
+} from "shared";
+import type { Harness } from "./harness.ts";
+import type { LoopSeams } from "./loop.ts";
+import type { Mechanism } from "./mechanism.ts";
+import type { PromptSection } from "./prompt.ts";
 
 type MessageParam = Anthropic.MessageParam;
 
@@ -373,4 +386,127 @@ export function parseGoalCommand(
 
 export function goalFile(workdir: string): string {
   return harnessPath(workdir, GOAL_FILE);
+}
+
+// ---------------------------------------------------------------------------------------
+// The mechanism
+
+/** GOAL_MAX_TURNS: model calls in one goal-driven turn; unset or 0 is no cap. */
+function maxTurnsVar(env: Harness["env"]): number | null {
+  const raw = readVar(env, "GOAL_MAX_TURNS");
+  if (raw === undefined || raw === "0") return null;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+    throw new ConfigError(`GOAL_MAX_TURNS must be a whole number, 0 for no cap (got '${raw}')`);
+  return Number(raw);
+}
+
+export function goalSection(condition: string): PromptSection {
+  return {
+    id: "goal",
+    text:
+      `Goal: ${condition}. When you stop, an independent evaluator with no tools checks it ` +
+      "from this conversation alone, so end with concrete evidence (commands you ran and " +
+      "their output).",
+    dynamic: true,
+  };
+}
+
+export interface GoalOptions {
+  /** True while work whose result is still to come runs (background jobs, teammates). */
+  busy?: () => boolean;
+}
+
+export function goalMechanism(
+  harness: Pick<Harness, "workdir" | "env" | "client" | "model" | "printer" | "usage">,
+  options: GoalOptions = {},
+): Mechanism {
+  const blockCap = positiveIntVar(harness.env, "GOAL_BLOCK_CAP", DEFAULT_BLOCK_CAP);
+  const maxTurns = maxTurnsVar(harness.env);
+  const evaluatorModel = readVar(harness.env, "GOAL_EVALUATOR_MODEL_ID") ?? harness.model;
+  let signal: AbortSignal | undefined;
+  const controller = new GoalController({
+    file: goalFile(harness.workdir),
+    blockCap,
+    evaluator: modelEvaluator(
+      harness.client,
+      () => evaluatorModel,
+      () => signal,
+    ),
+  });
+  const say = (text: string) => harness.printer.line(text, "dim");
+  const workerTokens = () => {
+    const main = harness.usage.sessionByScope().get("main");
+    return main ? main.input + main.output : 0;
+  };
+  // `/goal <condition>` waits for UserPromptSubmit: the goal is set once its turn starts.
+  let pending: string | null = null;
+  let calls = 0;
+  const seams: LoopSeams = {
+    async beforeModelCall() {
+      calls++;
+    },
+    async beforeStop(messages, _response, run) {
+      if (controller.condition === null) return null;
+      signal = run.signal;
+      if (maxTurns !== null && calls >= maxTurns) {
+        say("[goal] max_turns: global max_turns reached; the goal remains active");
+        return null;
+      }
+      const condition = controller.condition;
+      const decision = await controller.evaluate(messages, options.busy?.() ?? false);
+      if (decision.action === "allow") return null;
+      say(`[goal] ${decision.action}: ${decision.reason}`);
+      return decision.action === "block" ? blockMessage(condition, decision.reason) : null;
+    },
+  };
+  return {
+    name: "goal",
+    sections: (role) => {
+      const condition = controller.condition;
+      return role === "main" && condition !== null ? [goalSection(condition)] : [];
+    },
+    loop: (run) => (run.role === "main" ? seams : null),
+    commands: {
+      goal: {
+        description:
+          "set a goal the turn works toward until an evaluator agrees (/goal <condition>), show it (/goal), or end it (/goal clear)",
+        run: async (args) => {
+          const asked = parseGoalCommand(args);
+          if (asked.kind === "status") harness.printer.line(controller.status(workerTokens()));
+          else if (asked.kind === "clear") harness.printer.line(controller.clear());
+          else {
+            if (asked.condition.length > GOAL_MAX_CHARS) {
+              harness.printer.line(
+                `[goal] goal condition cannot exceed ${GOAL_MAX_CHARS} characters`,
+                "warn",
+              );
+              return undefined;
+            }
+            pending = asked.condition;
+            return { kind: "user", request: asked.condition, content: asked.condition };
+          }
+          return undefined;
+        },
+      },
+    },
+    turn: {
+      async prepare(input) {
+        if (pending !== null && input.request === pending) {
+          controller.setGoal(pending, workerTokens());
+          say(`[goal] set: ${pending}`);
+        }
+        pending = null;
+        return input;
+      },
+      async beforeTurn() {
+        controller.beginQuery();
+        calls = 0;
+      },
+    },
+    start: () => {
+      const { restored, problem } = controller.restore();
+      if (problem) return [{ text: `[goal] ${problem}`, tone: "warn" }];
+      return restored ? [{ text: `[goal] restored: ${restored}`, tone: "dim" }] : [];
+    },
+  };
 }

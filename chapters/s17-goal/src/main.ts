@@ -1,17 +1,17 @@
 /**
- * s16: Workflow Runtime — saved scripts run many focused agent calls, and a killed run resumes.
+ * s17: Goal Loop — the complete harness: a turn works toward a goal until an independent
+ * evaluator agrees it is met.
  *
- *   Workflow {name: "review-changes", args: {changes}} ──> the saved script:
- *        audit × 4 dimensions (in parallel) ──> verify each finding ──> one sorted report
- *        every finished agent call journaled under .harness/workflows/; event and progress
- *        lines as they happen; the model sees one tool_result
- *   Workflow {name, resume_from_run_id} ──> the journal replays finished calls ("cached"),
- *        only what is new or failed runs again
+ *   /goal <condition> ──> a turn on the condition ──> the model stops calling tools
+ *        ──> the goal gate (before the Stop hooks): one evaluator call with no tools
+ *              not yet ──> four lines as a user message, and the loop goes on
+ *              met / impossible / the block cap / an evaluator error ──> the turn ends
+ *        every evaluation prints [goal] <action>: <reason>; records in .harness/goal.jsonl
  *
- * Run it:  pnpm --filter s16 start    (no key configured: the offline demo runs)
- *          pnpm --filter s16 demo
- * New here: workflow.ts (the runtime, the tool, /workflows), workflows/review-changes.ts,
- * and one line at the end of the list below.
+ * Run it:  pnpm --filter s17 start    (no key configured: the offline demo runs)
+ *          pnpm --filter s17 demo
+ * New here: goal.ts and one line at the end of the list below; loop.ts gains the
+ * beforeStop seam (chapters/edits.json).
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
@@ -19,6 +19,7 @@ import { bashMechanism } from "./bash.ts";
 import { compactMechanism } from "./compact.ts";
 import { costMechanism } from "./cost.ts";
 import { cronMechanism } from "./cron.ts";
+import { goalMechanism } from "./goal.ts";
 import { runHarness } from "./harness.ts";
 import { hooksMechanism } from "./hooks.ts";
 import { mcpMechanism } from "./mcp.ts";
@@ -33,7 +34,7 @@ import { todoMechanism } from "./todo.ts";
 import { filesMechanism } from "./tools.ts";
 import { workflowMechanism } from "./workflow.ts";
 
-export const CHAPTER = { id: "s16", title: "Workflow Runtime" };
+export const CHAPTER = { id: "s17", title: "Goal Loop" };
 
 export function main(io: MainIO): Promise<number> {
   return runHarness(io, CHAPTER, main, (harness) => [
@@ -54,6 +55,7 @@ export function main(io: MainIO): Promise<number> {
     costMechanism(harness),
     recoveryMechanism(harness),
     workflowMechanism(harness),
+    goalMechanism(harness),
   ]);
 }
 
