@@ -644,6 +644,49 @@ SCENARIOS.s16 = {
     expect(cached).toHaveLength(journaled.length);
   },
 };
+/** s17's evaluator calls: no tools, the evaluator's system prompt. */
+const isEvaluator = (r: Request) =>
+  !withTools(r) && JSON.stringify(r.system).includes("independent completion evaluator");
+const verdict = (ok: boolean, reason: string) =>
+  reply(text(JSON.stringify({ ok, reason, impossible: false })));
+
+SCENARIOS.s17 = {
+  title: "a prose verdict keeps the goal; a restart restores it; not done twice, then done",
+  input: "/goal the report lists three risks\n",
+  steps: [
+    { when: isEvaluator, reply: reply(text('Looks complete. {"ok": true, "reason": "done"}')) },
+    { when: lastIs("the report lists three risks"), reply: reply(text("Report written.")) },
+  ],
+  async check(first, again) {
+    expect(first.stdout).toContain("[goal] error: GoalError: goal evaluator returned invalid JSON");
+    expect(first.stdout).not.toContain("[goal] achieved");
+    const second = await again({
+      title: "run 2",
+      input: "go on\n/goal\n",
+      steps: [
+        { when: isEvaluator, reply: verdict(false, "no risks listed") },
+        { when: isEvaluator, reply: verdict(false, "only two risks") },
+        { when: isEvaluator, reply: verdict(true, "three risks listed") },
+        { when: lastIs("go on"), reply: reply(text("Working.")) },
+        { when: lastIs("no risks listed"), reply: reply(text("Risks: a, b.")) },
+        { when: lastIs("only two risks"), reply: reply(text("Risks: a, b, c.")) },
+      ],
+      check() {},
+    });
+    expect(second.stdout).toContain("[goal] restored: the report lists three risks");
+    const verdicts = second.stdout
+      .split("\n")
+      .filter((line) => /^\[goal\] (block|achieved)/.test(line));
+    expect(verdicts).toEqual([
+      "[goal] block: no risks listed",
+      "[goal] block: only two risks",
+      "[goal] achieved: three risks listed",
+    ]);
+    expect(second.stdout).toContain("Goal achieved: the report lists three risks");
+    expect(second.requests.filter(isEvaluator).map((r) => r.max_tokens)).toEqual([512, 512, 512]);
+  },
+};
+
 const resumed = (r: Request) =>
   lastToolResults(r).some((b) => WORKFLOW_RESULT.test(String(b.content)));
 

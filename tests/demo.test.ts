@@ -159,6 +159,20 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       ["status=cached", "status=completed agents=0 tokens=0"],
     ],
   },
+  s17: {
+    contains: [
+      "[goal] set: tests/smoke.sh prints OK",
+      "[goal] block: the conversation shows no output of tests/smoke.sh",
+      "[goal] block: tests/smoke.sh printed NOT OK and exited with status 1",
+      "[goal] achieved: tests/smoke.sh printed OK",
+      "Goal achieved: tests/smoke.sh prints OK\nReason: tests/smoke.sh printed OK",
+    ],
+    order: [
+      ["[goal] block: the conversation", "NOT OK"],
+      ["[goal] block: tests/smoke.sh printed NOT OK", "[goal] achieved"],
+      ["[goal] achieved", "s17 >> /goal\nGoal achieved"],
+    ],
+  },
 };
 
 /** Lines only an earlier chapter's demo should show, and the first chapter that drops them. */

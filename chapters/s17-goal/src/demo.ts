@@ -1,132 +1,87 @@
 /**
- * s16's offline demo: the model runs the saved `review-changes` workflow on a small change,
- * then resumes the same run, and every agent call comes from the journal.
+ * s17's offline demo: a goal that the evaluator turns down twice before it agrees.
  *
- *   "Review the change …" ──> Workflow {review-changes, args.changes} ──> event lines,
- *        four audits side by side, one verification per finding, the report ──> the answer
- *   "Run it again from its journal" ──> Workflow {resume_from_run_id} ──> every call
- *        "cached", agents=0 tokens=0
- * The workflow's agents are answered from what each request asks (a repeating step).
- * Run: pnpm --filter s16 demo
+ *   /goal tests/smoke.sh prints OK ──> a turn on the condition ──> "Done." with no evidence
+ *        ──> [goal] block: no output of the script ──> the model runs it (it fails) ──> block
+ *        ──> the model fixes the script and runs it again ──> [goal] achieved
+ *   /goal ──> the status: achieved, and why
+ * Run: pnpm --filter s17 demo
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { runIfEntry } from "shared";
 import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
-import { AGENT_SYSTEM } from "./workflow.ts";
+import { EVALUATOR_SYSTEM } from "./goal.ts";
 
 type Request = Anthropic.MessageCreateParams;
 
-export const DEMO_CHANGES = [
-  "--- a/src/users.ts",
-  "+++ b/src/users.ts",
-  "+export function findUser(db: Db, id: string) {",
-  '+  return db.query("SELECT * FROM users WHERE id = " + id);',
-  "+}",
-].join("\n");
-
-const REVIEW = "Review the change in CHANGES.diff with the review-changes workflow.";
-const RESUME = "Run that workflow again from its journal.";
-
+const CONDITION = "tests/smoke.sh prints OK";
 const systemText = (r: Request) =>
   typeof r.system === "string" ? r.system : (r.system ?? []).map((b) => b.text).join("");
-const promptOf = (r: Request) => {
-  const content = r.messages[0]?.content;
-  return typeof content === "string" ? content : "";
-};
-/** The text of every tool result the request carries, oldest first. */
-const results = (r: Request) =>
-  r.messages.flatMap((m) =>
-    Array.isArray(m.content)
-      ? m.content.flatMap((b) =>
-          b.type === "tool_result" && typeof b.content === "string" ? [b.content] : [],
-        )
-      : [],
-  );
-const lastResult = (r: Request) => {
-  const content = r.messages.at(-1)?.content;
-  return Array.isArray(content)
-    ? (results({ ...r, messages: [r.messages.at(-1)!] })[0] ?? null)
-    : null;
-};
-const said = (r: Request, line: string) => r.messages.at(-1)?.content === line;
-
-/** What each reviewer finds, by dimension; the verifier refutes the style finding. */
-const FINDINGS: Record<string, Array<{ title: string; severity: string }>> = {
-  correctness: [{ title: "an unknown id returns undefined, not an error", severity: "medium" }],
-  security: [{ title: "SQL built from the caller's id (injection)", severity: "high" }],
-  performance: [],
-  style: [{ title: "string concatenation instead of a template", severity: "low" }],
-};
-
-/** A workflow agent's answer, from what its request asks. */
-function agentAnswer(r: Request) {
-  const prompt = promptOf(r);
-  const audit = /^Review this change context for (\w+) issues/.exec(prompt);
-  if (audit) return reply(text(JSON.stringify({ findings: FINDINGS[audit[1]!] ?? [] })));
-  const refuted = prompt.includes("string concatenation");
-  return reply(
-    text(
-      JSON.stringify({
-        isReal: !refuted,
-        reason: refuted ? "could not reproduce: a style preference" : "reproduced",
-      }),
-    ),
-  );
-}
+const isEvaluator = (r: Request) => systemText(r) === EVALUATOR_SYSTEM;
+const lastText = (r: Request) => JSON.stringify(r.messages.at(-1)?.content ?? "");
+const verdict = (ok: boolean, reason: string) =>
+  reply(text(JSON.stringify({ ok, reason, impossible: false })));
+const evaluation = (r: Request) => ({
+  title: "the evaluator reads (no tools, max_tokens)",
+  text: String(r.max_tokens),
+});
 
 export const DEMO: Omit<DemoOptions, "main"> = {
-  chapter: "s16",
+  chapter: "s17",
   shows:
-    "the model runs the saved review-changes workflow (four audits in parallel, each finding verified, one sorted report), then resumes the same run and every agent call comes from the journal.",
-  prompts: [REVIEW, RESUME],
+    "a goal the evaluator turns down twice (no evidence, then a failing script) before it agrees, with each verdict on its own line and the status at the end.",
+  prompts: [`/goal ${CONDITION}`, "/goal"],
   setup(workdir) {
-    writeFileSync(path.join(workdir, "CHANGES.diff"), `${DEMO_CHANGES}\n`);
+    mkdirSync(path.join(workdir, "tests"), { recursive: true });
+    writeFileSync(path.join(workdir, "tests", "smoke.sh"), 'echo "NOT OK"\nexit 1\n');
   },
   script: [
     {
-      name: "the workflow's agents",
-      repeat: true,
-      when: (r) => systemText(r) === AGENT_SYSTEM,
-      reply: agentAnswer,
+      name: "no evidence yet",
+      when: (r) => isEvaluator(r) && !JSON.stringify(r.messages).includes("[tool_result"),
+      sent: evaluation,
+      reply: verdict(false, "the conversation shows no output of tests/smoke.sh"),
     },
     {
-      name: "read the change",
-      when: (r) => said(r, REVIEW),
-      reply: reply(toolUse("read_file", { path: "CHANGES.diff" })),
+      name: "the script failed",
+      when: (r) => isEvaluator(r) && JSON.stringify(r.messages).includes("NOT OK"),
+      reply: verdict(false, "tests/smoke.sh printed NOT OK and exited with status 1"),
     },
     {
-      name: "run review-changes on it",
-      when: (r) => lastResult(r)?.includes("+++ b/src/users.ts") === true,
+      name: "the script passed",
+      when: isEvaluator,
+      reply: verdict(true, "tests/smoke.sh printed OK"),
+    },
+    {
+      name: "a first answer, without evidence",
+      when: (r) => lastText(r) === JSON.stringify(CONDITION),
+      reply: reply(text("Done: the smoke test is fine.")),
+    },
+    {
+      name: "run the script",
+      when: (r) => lastText(r).includes("shows no output"),
+      reply: reply(toolUse("bash", { command: "sh tests/smoke.sh" })),
+    },
+    {
+      name: "it fails: say so",
+      when: (r) => lastText(r).includes("NOT OK"),
+      reply: reply(text("The script prints NOT OK.")),
+    },
+    {
+      name: "fix it and run it again",
+      when: (r) => lastText(r).includes("exited with status 1"),
       reply: reply(
-        toolUse("Workflow", { name: "review-changes", args: { changes: DEMO_CHANGES } }),
+        toolUse("bash", {
+          command: "printf 'echo OK\\n' > tests/smoke.sh && sh tests/smoke.sh",
+        }),
       ),
     },
     {
-      name: "report",
-      when: (r) => lastResult(r)?.includes('"confirmed"') === true && !said(r, RESUME),
-      reply: reply(
-        text(
-          "Two confirmed findings: SQL injection through the id (high) and no error for an unknown id (medium). The style remark did not survive verification.",
-        ),
-      ),
-    },
-    {
-      name: "resume the run",
-      when: (r) => said(r, RESUME),
-      reply: (r) => {
-        const run = results(r).find((content) => content.startsWith('{"launched"')) ?? "{}";
-        const runId = (JSON.parse(run) as { launched?: { runId?: string } }).launched?.runId;
-        return reply(
-          toolUse("Workflow", { name: "review-changes", resume_from_run_id: runId ?? "" }),
-        );
-      },
-    },
-    {
-      name: "the same report, from the journal",
-      when: (r) => lastResult(r)?.includes('"confirmed"') === true,
-      reply: reply(text("Same two findings; every agent call came from the journal (0 tokens).")),
+      name: "report the evidence",
+      when: (r) => lastText(r).includes('"OK'),
+      reply: reply(text("Fixed: `sh tests/smoke.sh` now prints OK.")),
     },
   ],
 };
