@@ -34,6 +34,7 @@ const S13 = "chapters/s13-teams/src";
 const S14 = "chapters/s14-mcp/src";
 const S15 = "chapters/s15-integrated/src";
 const S16 = "chapters/s16-workflow/src";
+const S17 = "chapters/s17-goal/src";
 
 export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 loop.ts (the seams)
@@ -1019,5 +1020,40 @@ export const MUTATIONS: Mutation[] = [
     replace: "          const runId = undefined; pending.shift();",
     description: "after Ctrl-C the model is not told which run to resume",
     tests: ["workflow.test.ts"],
+  },
+  // ---------------------------------------------------------------- s17 goal
+  {
+    id: "s17-goal-prose-salvaged",
+    file: `${S17}/goal.ts`,
+    search: "    value = JSON.parse(body);",
+    replace: '    value = JSON.parse(body.slice(body.indexOf("{")));',
+    description: "an evaluator's prose around the JSON is salvaged instead of failing closed",
+    tests: ["goal.test.ts", "cli.test.ts"],
+  },
+  {
+    id: "s17-goal-after-stop-hooks",
+    file: `${S17}/loop.ts`,
+    search:
+      "        (await seams.beforeStop(messages, response, run)) ??\n        (await seams.onStop(messages, response, run));",
+    replace:
+      "        (await seams.onStop(messages, response, run)) ??\n        (await seams.beforeStop(messages, response, run));",
+    description: "the Stop hooks run before the goal gate, on every blocked return too",
+    tests: ["goal.test.ts"],
+  },
+  {
+    id: "s17-goal-no-cap",
+    file: `${S17}/goal.ts`,
+    search: "    if (this.blocks > this.blockCap) {",
+    replace: "    if (false) {",
+    description: "a goal the evaluator never accepts blocks forever",
+    tests: ["goal.test.ts"],
+  },
+  {
+    id: "s17-goal-not-restored",
+    file: `${S17}/goal.ts`,
+    search: '    if (!last?.active || typeof last.condition !== "string")',
+    replace: "    if (true)",
+    description: "an active goal is forgotten when the harness starts again",
+    tests: ["goal.test.ts", "cli.test.ts"],
   },
 ];
