@@ -1056,4 +1056,20 @@ export const MUTATIONS: Mutation[] = [
     description: "an active goal is forgotten when the harness starts again",
     tests: ["goal.test.ts", "cli.test.ts"],
   },
+  {
+    id: "s17-goal-never-defers",
+    file: `${S17}/goal.ts`,
+    search: "      const decision = await controller.evaluate(messages, busy());",
+    replace: "      const decision = await controller.evaluate(messages, false);",
+    description: "a stop while a background job runs is judged before the job reports",
+    tests: ["goal.test.ts"],
+  },
+  {
+    id: "s17-background-never-busy",
+    file: `${S17}/background.ts`,
+    search: "    busy: () => jobs.runningCount > 0,",
+    replace: "    busy: () => false,",
+    description: "background jobs never tell the goal that work is still running",
+    tests: ["goal.test.ts"],
+  },
 ];

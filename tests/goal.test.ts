@@ -6,6 +6,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ModelClient } from "shared";
 import { reply, text, toolUse } from "shared/testing";
@@ -307,6 +308,44 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
       expect(run.output).toContain("[goal] block: only once so far");
       expect(run.output).toContain("[goal] achieved: said twice");
       expect(readFileSync(path.join(run.workdir, "stops.log"), "utf8")).toBe("stop\n");
+    });
+
+    it("defers while a background job runs; the job's wake reaches the gate and is judged", async () => {
+      const stdin = new PassThrough();
+      stdin.write("/goal the job has reported\n");
+      let judged = false;
+      const running = runChapter(chapter, {
+        stdin,
+        onOutput: (out) => {
+          void out.waitFor("[goal] achieved").then(() => {
+            judged = true;
+          });
+        },
+        steps: [
+          { when: isEvaluator, reply: verdict(true, "the job reported ok") },
+          {
+            when: (r) => lastText(r) === '"the job has reported"',
+            reply: reply(
+              toolUse("bash", { command: "sleep 0.3; echo ok", run_in_background: true }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("Started it; waiting.")) },
+          {
+            when: (r) => lastText(r).includes("task_notification"),
+            reply: reply(text("It said ok.")),
+          },
+        ],
+      });
+      for (let waited = 0; !judged && waited < 8000; waited += 20)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      stdin.end();
+      const run = await running;
+      expect(run.output).toContain("[goal] defer: background work is still running");
+      expect(run.output).toContain("[wake: bg_0001 completed -> new turn]");
+      expect(run.output.indexOf("[goal] defer")).toBeLessThan(run.output.indexOf("[wake: bg_0001"));
+      expect(run.output).toContain("[goal] achieved: the job reported ok");
+      // The deferred stop asked nothing: the only evaluation is the one after the wake.
+      expect(run.requests.filter(isEvaluator)).toHaveLength(1);
     });
 
     it("a prose verdict is an error: the goal stays, and a restart restores it", async () => {

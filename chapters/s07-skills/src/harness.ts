@@ -70,6 +70,8 @@ export interface Harness {
   readonly reader: LineReader;
   /** Tools, system prompt and seams of one loop run of an agent of `role`. */
   agent(role: Role, scope: string): AgentSetup;
+  /** True while a mechanism's work still runs and will report back (`Mechanism.busy`). */
+  busy(): boolean;
 }
 
 export async function runHarness(
@@ -109,6 +111,7 @@ export async function runHarness(
     system: systemPrompt(config.workdir, mechanisms, role),
     seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
   });
+  harness.busy = () => mechanisms.some((mechanism) => mechanism.busy?.() ?? false);
   if (config.offline) {
     // Loaded only now: a normal run never pays for the fake server and the script.
     const [{ runDemo }, { DEMO }] = await Promise.all([
@@ -217,6 +220,7 @@ function createServices(
     agent: () => {
       throw new Error("agent() is ready once the mechanisms are made");
     },
+    busy: () => false,
   };
 }
 

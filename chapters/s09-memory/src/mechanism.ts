@@ -59,6 +59,11 @@ export interface Mechanism {
   turn?: TurnHooks;
   /** Event sources for the REPL's queue (timers, inboxes, finished jobs). */
   sources?: EventSource[];
+  /**
+   * True while work it started still runs and will report back: a background job (s11), a
+   * teammate at work (s13). s17's goal waits for it instead of judging too early.
+   */
+  busy?(): boolean;
   /** Called once when the session ends: stop timers, end child processes, release locks. */
   close?(): void | Promise<void>;
 }

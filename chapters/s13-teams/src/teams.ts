@@ -934,6 +934,11 @@ export function teamsMechanism(
   };
   return {
     name: "teams",
+    // A teammate at work or waiting for its plan's review will still report to the lead.
+    busy: () =>
+      [...team.teammates.values()].some(
+        (mate) => mate.status === "working" || mate.status === "waiting_approval",
+      ),
     tools: (role) => (role === "main" ? lead : role === "teammate" ? mates : []),
     sections: (role) =>
       role === "main" ? [teamSection()] : role === "teammate" ? [teammateSection()] : [],

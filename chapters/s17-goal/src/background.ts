@@ -295,6 +295,7 @@ export function backgroundMechanism(
   };
   return {
     name: "background",
+    busy: () => jobs.runningCount > 0,
     extendTool: (tool, role: Role) =>
       tool.name === "bash" && role === "main"
         ? (withBackgroundFlag(tool, jobs) as ToolDefinition)

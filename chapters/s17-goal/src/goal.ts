@@ -416,12 +416,15 @@ export function goalSection(condition: string): PromptSection {
 }
 
 export interface GoalOptions {
-  /** True while work whose result is still to come runs (background jobs, teammates). */
+  /**
+   * True while work whose result is still to come runs; default: any mechanism's `busy`
+   * (background jobs, teammates at work).
+   */
   busy?: () => boolean;
 }
 
 export function goalMechanism(
-  harness: Pick<Harness, "workdir" | "env" | "client" | "model" | "printer" | "usage">,
+  harness: Pick<Harness, "workdir" | "env" | "client" | "model" | "printer" | "usage" | "busy">,
   options: GoalOptions = {},
 ): Mechanism {
   const blockCap = positiveIntVar(harness.env, "GOAL_BLOCK_CAP", DEFAULT_BLOCK_CAP);
@@ -457,7 +460,8 @@ export function goalMechanism(
         return null;
       }
       const condition = controller.condition;
-      const decision = await controller.evaluate(messages, options.busy?.() ?? false);
+      const busy = options.busy ?? (() => harness.busy());
+      const decision = await controller.evaluate(messages, busy());
       if (decision.action === "allow") return null;
       say(`[goal] ${decision.action}: ${decision.reason}`);
       return decision.action === "block" ? blockMessage(condition, decision.reason) : null;
