@@ -14,6 +14,8 @@
  *   afterToolCall    in list order, each given the output the previous one returned
  *   afterResults     the text blocks of all of them, concatenated in list order
  *   afterBatch       each in list order
+ *   beforeStop       in list order until one answers (s17's goal gate); its text continues
+ *                    the loop and onStop is not asked
  *   onStop           in list order until one answers; its text continues the loop
  *   onAppend         every listener, in list order
  *
@@ -116,6 +118,11 @@ export interface LoopSeams {
   ): Anthropic.TextBlockParam[];
   /** After a round's results message was appended. */
   afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /**
+   * At the no-tool_use exit, before `onStop` (s17's goal gate): text continues the loop as a
+   * new user message and `onStop` is not asked; null goes on to `onStop`.
+   */
+  beforeStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
   onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** Every message appended to the history, with who made it. */
@@ -132,6 +139,7 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
   const after = all("afterToolCall");
   const extras = all("afterResults");
   const batches = all("afterBatch");
+  const gatesAtStop = all("beforeStop");
   const stops = all("onStop");
   const listeners = all("onAppend");
   return {
@@ -163,6 +171,13 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
     },
     async afterBatch(messages, run) {
       for (const seams of batches) await seams.afterBatch(messages, run);
+    },
+    async beforeStop(messages, response, run) {
+      for (const seams of gatesAtStop) {
+        const answer = await seams.beforeStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
     },
     async onStop(messages, response, run) {
       for (const seams of stops) {
@@ -249,7 +264,9 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       showProse(response, config, false);
       if (run.role === "main")
         config.emit({ type: "text", scope: config.scope, text: textOf(response) });
-      const continuation = await seams.onStop(messages, response, run);
+      const continuation =
+        (await seams.beforeStop(messages, response, run)) ??
+        (await seams.onStop(messages, response, run));
       if (continuation) {
         append({ role: "user", content: continuation }, "continuation");
         continue;

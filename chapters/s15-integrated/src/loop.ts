@@ -16,6 +16,8 @@
  *   afterToolCall    in list order, each given the output the previous one returned
  *   afterResults     the text blocks of all of them, concatenated in list order
  *   afterBatch       each in list order
+ *   beforeStop       in list order until one answers (s17's goal gate); its text continues
+ *                    the loop and onStop is not asked
  *   onStop           in list order until one answers; its text continues the loop
  *   onAppend         every listener, in list order
  *
@@ -37,7 +39,8 @@
  *                       compaction (s08, same wrapper); every call through the recovery
  *                       layer's retries and fallback (s15, extendClient)
  *   e. max_tokens       redo once at 16 000, then keep (s15, aroundModelCall)
- *   f. no tool_use      Stop hooks (s04) and max_tokens continuations (s15), onStop; then
+ *   f. no tool_use      the goal gate (s17, beforeStop), then Stop hooks (s04) and
+ *                       max_tokens continuations (s15), onStop; then
  *                       the turn ends, and memory extraction (s09) runs after it, in the
  *                       REPL's afterTurn
  *   g. each tool_use    in order: parse, the gates (permissions, then PreToolUse hooks,
@@ -143,6 +146,11 @@ export interface LoopSeams {
   ): Anthropic.TextBlockParam[];
   /** After a round's results message was appended. */
   afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /**
+   * At the no-tool_use exit, before `onStop` (s17's goal gate): text continues the loop as a
+   * new user message and `onStop` is not asked; null goes on to `onStop`.
+   */
+  beforeStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
   onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** Every message appended to the history, with who made it. */
@@ -159,6 +167,7 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
   const after = all("afterToolCall");
   const extras = all("afterResults");
   const batches = all("afterBatch");
+  const gatesAtStop = all("beforeStop");
   const stops = all("onStop");
   const listeners = all("onAppend");
   return {
@@ -190,6 +199,13 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
     },
     async afterBatch(messages, run) {
       for (const seams of batches) await seams.afterBatch(messages, run);
+    },
+    async beforeStop(messages, response, run) {
+      for (const seams of gatesAtStop) {
+        const answer = await seams.beforeStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
     },
     async onStop(messages, response, run) {
       for (const seams of stops) {
@@ -294,7 +310,9 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
           ...(live ? { streamed: true } : {}),
         });
       }
-      const continuation = await seams.onStop(messages, response, run);
+      const continuation =
+        (await seams.beforeStop(messages, response, run)) ??
+        (await seams.onStop(messages, response, run));
       if (continuation) {
         append({ role: "user", content: continuation }, "continuation");
         continue;

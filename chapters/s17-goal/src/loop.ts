@@ -4,10 +4,9 @@
  * The model decides what to do; the loop only executes and feeds back.
  *
  * Later chapters plug in at the seams of `LoopSeams`, and the same loop runs the main
- * agent, subagents (s06) and teammates (s13). Two chapters edit this file
- * (chapters/edits.json): in s15 the main agent's replies stream, their text printed as it
- * arrives, and a seam may raise the next call's max_tokens (`run.maxTokens`); s17 adds the
- * `beforeStop` seam, where the goal gate runs before the Stop hooks. A run gets one list
+ * agent, subagents (s06) and teammates (s13). s15 is the one chapter that edits this file
+ * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives,
+ * and a seam may raise the next call's max_tokens (`run.maxTokens`). A run gets one list
  * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
  * `composeSeams` joins them by one rule per seam:
  *

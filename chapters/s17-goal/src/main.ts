@@ -10,8 +10,8 @@
  *
  * Run it:  pnpm --filter s17 start    (no key configured: the offline demo runs)
  *          pnpm --filter s17 demo
- * New here: goal.ts and one line at the end of the list below; loop.ts gains the
- * beforeStop seam (chapters/edits.json).
+ * New here: goal.ts and one line at the end of the list below (the loop's beforeStop seam
+ * and the mechanisms' busy() were added in s01 and carried to every chapter).
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
