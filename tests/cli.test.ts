@@ -22,16 +22,7 @@ import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, CHAPTERS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
-import {
-  afterTools,
-  isWorkflowAgent,
-  lastMentions,
-  lastToolResults,
-  RETRY_AT_ONCE,
-  reviewAgentAnswer,
-  tempWorkspace,
-  writeFiles,
-} from "./helpers/run.ts";
+import { afterTools, isWorkflowAgent, lastMentions, lastToolResults, RETRY_AT_ONCE, reviewAgentAnswer, tempWorkspace, writeFiles, isGoalEvaluator, goalVerdict } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const withTools = (r: Request) => (r.tools?.length ?? 0) > 0;
@@ -644,17 +635,12 @@ SCENARIOS.s16 = {
     expect(cached).toHaveLength(journaled.length);
   },
 };
-/** s17's evaluator calls: no tools, the evaluator's system prompt. */
-const isEvaluator = (r: Request) =>
-  !withTools(r) && JSON.stringify(r.system).includes("independent completion evaluator");
-const verdict = (ok: boolean, reason: string) =>
-  reply(text(JSON.stringify({ ok, reason, impossible: false })));
 
 SCENARIOS.s17 = {
   title: "a prose verdict keeps the goal; a restart restores it; not done twice, then done",
   input: "/goal the report lists three risks\n",
   steps: [
-    { when: isEvaluator, reply: reply(text('Looks complete. {"ok": true, "reason": "done"}')) },
+    { when: isGoalEvaluator, reply: reply(text('Looks complete. {"ok": true, "reason": "done"}')) },
     { when: lastIs("the report lists three risks"), reply: reply(text("Report written.")) },
   ],
   async check(first, again) {
@@ -664,9 +650,9 @@ SCENARIOS.s17 = {
       title: "run 2",
       input: "go on\n/goal\n",
       steps: [
-        { when: isEvaluator, reply: verdict(false, "no risks listed") },
-        { when: isEvaluator, reply: verdict(false, "only two risks") },
-        { when: isEvaluator, reply: verdict(true, "three risks listed") },
+        { when: isGoalEvaluator, reply: goalVerdict(false, "no risks listed") },
+        { when: isGoalEvaluator, reply: goalVerdict(false, "only two risks") },
+        { when: isGoalEvaluator, reply: goalVerdict(true, "three risks listed") },
         { when: lastIs("go on"), reply: reply(text("Working.")) },
         { when: lastIs("no risks listed"), reply: reply(text("Risks: a, b.")) },
         { when: lastIs("only two risks"), reply: reply(text("Risks: a, b, c.")) },
@@ -683,7 +669,7 @@ SCENARIOS.s17 = {
       "[goal] achieved: three risks listed",
     ]);
     expect(second.stdout).toContain("Goal achieved: the report lists three risks");
-    expect(second.requests.filter(isEvaluator).map((r) => r.max_tokens)).toEqual([512, 512, 512]);
+    expect(second.requests.filter(isGoalEvaluator).map((r) => r.max_tokens)).toEqual([512, 512, 512]);
   },
 };
 

@@ -13,7 +13,7 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as GoalModule from "../chapters/s17-goal/src/goal.ts";
 import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
-import { afterTools, runChapter, tempWorkspace } from "./helpers/run.ts";
+import { afterTools, runChapter, tempWorkspace, isGoalEvaluator, goalVerdict } from "./helpers/run.ts";
 
 type Message = Anthropic.MessageParam;
 
@@ -230,10 +230,6 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
 });
 
 const GOAL = moduleVersions("s17", ["goal.ts", "loop.ts"]);
-const isEvaluator = (r: Anthropic.MessageCreateParams) =>
-  !r.tools?.length && JSON.stringify(r.system ?? "").includes("independent completion evaluator");
-const verdict = (ok: boolean, reason: string) =>
-  reply(text(JSON.stringify({ ok, reason, impossible: false })));
 const lastText = (r: Anthropic.MessageCreateParams) => JSON.stringify(r.messages.at(-1)?.content);
 
 describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
@@ -243,9 +239,9 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
       const run = await runChapter(chapter, {
         prompts: ["/goal pytest exits 0", "/goal"],
         steps: [
-          { when: isEvaluator, reply: verdict(false, "no test output yet") },
-          { when: isEvaluator, reply: verdict(false, "show the pytest output") },
-          { when: isEvaluator, reply: verdict(true, "5 passed is in the output") },
+          { when: isGoalEvaluator, reply: goalVerdict(false, "no test output yet") },
+          { when: isGoalEvaluator, reply: goalVerdict(false, "show the pytest output") },
+          { when: isGoalEvaluator, reply: goalVerdict(true, "5 passed is in the output") },
           { when: (r) => lastText(r) === '"pytest exits 0"', reply: reply(text("On it.")) },
           {
             when: (r) => lastText(r).includes("no test output yet"),
@@ -266,7 +262,7 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
       expect(main[1]!.messages.at(-1)!.content).toBe(
         "[Goal still active]\nCondition: pytest exits 0\nEvaluator: no test output yet\nContinue working and surface the missing evidence.",
       );
-      const evaluations = run.requests.filter(isEvaluator);
+      const evaluations = run.requests.filter(isGoalEvaluator);
       expect(evaluations).toHaveLength(3);
       for (const request of evaluations) expect(request.max_tokens).toBe(512);
       const lines = run.output.split("\n").filter((line) => line.startsWith("[goal] "));
@@ -299,8 +295,8 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
           }),
         },
         steps: [
-          { when: isEvaluator, reply: verdict(false, "only once so far") },
-          { when: isEvaluator, reply: verdict(true, "said twice") },
+          { when: isGoalEvaluator, reply: goalVerdict(false, "only once so far") },
+          { when: isGoalEvaluator, reply: goalVerdict(true, "said twice") },
           { when: (r) => lastText(r) === '"say done twice"', reply: reply(text("done")) },
           { when: (r) => lastText(r).includes("only once so far"), reply: reply(text("done")) },
         ],
@@ -322,7 +318,7 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
           });
         },
         steps: [
-          { when: isEvaluator, reply: verdict(true, "the job reported ok") },
+          { when: isGoalEvaluator, reply: goalVerdict(true, "the job reported ok") },
           {
             when: (r) => lastText(r) === '"the job has reported"',
             reply: reply(
@@ -345,7 +341,7 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
       expect(run.output.indexOf("[goal] defer")).toBeLessThan(run.output.indexOf("[wake: bg_0001"));
       expect(run.output).toContain("[goal] achieved: the job reported ok");
       // The deferred stop asked nothing: the only evaluation is the one after the wake.
-      expect(run.requests.filter(isEvaluator)).toHaveLength(1);
+      expect(run.requests.filter(isGoalEvaluator)).toHaveLength(1);
     });
 
     it("a prose verdict is an error: the goal stays, and a restart restores it", async () => {
@@ -355,7 +351,7 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
         prompts: ["/goal the build is green"],
         steps: [
           {
-            when: isEvaluator,
+            when: isGoalEvaluator,
             reply: reply(text('It looks done to me: {"ok": true, "reason": "fine"}')),
           },
           { reply: reply(text("Built.")) },

@@ -245,6 +245,15 @@ export function reviewAgentAnswer(request: Anthropic.MessageCreateParams) {
   return reply(text('```json\n{"isReal": true, "reason": "seen"}\n```'));
 }
 
+/** A request from s17's goal evaluator (no tools, the evaluator's system prompt). */
+export const isGoalEvaluator = (request: Anthropic.MessageCreateParams) =>
+  !request.tools?.length &&
+  JSON.stringify(request.system ?? "").includes("independent completion evaluator");
+
+/** The goal evaluator's answer, as strict JSON. */
+export const goalVerdict = (ok: boolean, reason: string) =>
+  reply(text(JSON.stringify({ ok, reason, impossible: false })));
+
 /** True when the last user message is this exact text. */
 export const userSaid = (line: string) => (request: Anthropic.MessageCreateParams) => {
   const last = request.messages.at(-1);

@@ -227,7 +227,12 @@ export function extractJsonArray(text: string): unknown[] | null {
   return null;
 }
 
-function matchingBracket(text: string, start: number): number {
+/**
+ * Where the JSON array or object that opens at `start` closes (brackets inside strings
+ * skipped), or -1 (s16's workflow agents' replies are read with it too).
+ */
+export function matchingBracket(text: string, start: number): number {
+  const close = text[start] === "[" ? "]" : "}";
   let depth = 0;
   let inString = false;
   for (let i = start; i < text.length; i++) {
@@ -239,7 +244,7 @@ function matchingBracket(text: string, start: number): number {
     else if (c === "[" || c === "{") depth++;
     else if (c === "]" || c === "}") {
       depth--;
-      if (depth === 0) return c === "]" ? i : -1;
+      if (depth === 0) return c === close ? i : -1;
     }
   }
   return -1;

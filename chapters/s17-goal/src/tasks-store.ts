@@ -558,7 +558,8 @@ function readLock(file: string): LockHolder | null {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether the process `pid` still runs. */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -41,7 +41,6 @@ import {
   invalidInput,
   isAbortError,
   type ModelClient,
-  readJournal,
   type Tone,
   type ToolDefinition,
   writeFileAtomic,
@@ -50,7 +49,9 @@ import type { Harness } from "./harness.ts";
 import { INTERRUPTED_RESULT } from "./interrupt.ts";
 import type { LoopSeams } from "./loop.ts";
 import type { Mechanism } from "./mechanism.ts";
+import { matchingBracket } from "./memory-extract.ts";
 import type { PromptSection } from "./prompt.ts";
+import { processAlive } from "./tasks-store.ts";
 import { reviewChanges } from "./workflows/review-changes.ts";
 
 /** Agent calls one run may execute (replays from the journal do not count). */
@@ -278,7 +279,7 @@ export function extractJson(text: string): unknown {
     // look inside the prose
   }
   for (let start = text.indexOf("{"); start >= 0; start = text.indexOf("{", start + 1)) {
-    const end = objectEnd(text, start);
+    const end = matchingBracket(text, start);
     if (end < 0) continue;
     try {
       return JSON.parse(text.slice(start, end + 1));
@@ -287,22 +288,6 @@ export function extractJson(text: string): unknown {
     }
   }
   return text;
-}
-
-/** Where the object that opens at `start` closes, or -1. */
-function objectEnd(text: string, start: number): number {
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const char = text[i];
-    if (inString) {
-      if (char === "\\") i++;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === "{") depth++;
-    else if (char === "}" && --depth === 0) return i;
-  }
-  return -1;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -367,28 +352,23 @@ export interface JournalFile {
 /** A resumed run's journal, checked line by line; any bad line refuses the resume. */
 export function loadJournal(file: string, runId: string): JournalFile {
   if (!existsSync(file)) throw new WorkflowInputError(`resume journal not found for ${runId}`);
-  const read = readJournal(file);
   const lines = readFileSync(file, "utf8").split("\n");
+  // Text after the last newline is a record a crash cut off (every write ends its line).
+  const tail = lines.pop() ?? "";
   const records = new Map<string, unknown>();
-  let number = 0;
-  for (const line of lines.slice(0, read.tornTail ? -1 : undefined)) {
-    number++;
-    if (!line.trim()) continue;
-    const record = read.badLines.includes(number) ? null : asObject(JSON.parse(line));
+  lines.forEach((line, index) => {
+    if (!line.trim()) return;
+    let record: Record<string, unknown> | null = null;
+    try {
+      record = asObject(JSON.parse(line));
+    } catch {
+      // reported below
+    }
     if (!record || typeof record.key !== "string" || !("value" in record))
-      throw new WorkflowInputError(`invalid resume journal record at line ${number}`);
+      throw new WorkflowInputError(`invalid resume journal record at line ${index + 1}`);
     records.set(record.key, record.value);
-  }
-  return { records, tornTail: read.tornTail };
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+  });
+  return { records, tornTail: tail.trim() !== "" };
 }
 
 /** The pid in a lock file, or null when it cannot be read. */
@@ -468,12 +448,9 @@ export class WorkflowRuntime {
     this.options = options;
   }
 
-  get dir(): string {
-    return path.dirname(harnessPath(this.options.workdir, WORKFLOW_DIR, "x"));
-  }
-
+  /** `.harness/workflows/<runId><suffix>`, the folder made on first use. */
   private file(runId: string, suffix: string): string {
-    return path.join(this.dir, `${runId}${suffix}`);
+    return harnessPath(this.options.workdir, WORKFLOW_DIR, `${runId}${suffix}`);
   }
 
   /** `Workflow` as the tool calls it: name, args and resume id checked, then the run. */
@@ -561,7 +538,7 @@ export class WorkflowRuntime {
       const output = this.file(runId, ".output.json");
       writeFileAtomic(output, `${JSON.stringify(result, null, 2)}\n`);
       this.writeSnapshot({ runId, workflowName: meta.name, args, task });
-      writeFileAtomic(path.join(this.dir, "last_run.txt"), `${runId}\n`);
+      writeFileAtomic(this.file("last_run", ".txt"), `${runId}\n`);
       this.event("task_notification", {
         status: task.status,
         agents: task.usage.agents,
