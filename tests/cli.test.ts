@@ -22,7 +22,18 @@ import { describe, expect, it } from "vitest";
 import { BASE_TOOLS, CHAPTERS, type Chapter, chaptersFrom } from "./chapters.ts";
 import { REPO_ROOT, runPnpm, runPnpmInTerminal } from "./helpers/cli.ts";
 import { endsWithin } from "./helpers/process.ts";
-import { afterTools, isWorkflowAgent, lastMentions, lastToolResults, RETRY_AT_ONCE, reviewAgentAnswer, tempWorkspace, writeFiles, isGoalEvaluator, goalVerdict } from "./helpers/run.ts";
+import {
+  afterTools,
+  goalVerdict,
+  isGoalEvaluator,
+  isWorkflowAgent,
+  lastMentions,
+  lastToolResults,
+  RETRY_AT_ONCE,
+  reviewAgentAnswer,
+  tempWorkspace,
+  writeFiles,
+} from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const withTools = (r: Request) => (r.tools?.length ?? 0) > 0;
@@ -669,7 +680,9 @@ SCENARIOS.s17 = {
       "[goal] achieved: three risks listed",
     ]);
     expect(second.stdout).toContain("Goal achieved: the report lists three risks");
-    expect(second.requests.filter(isGoalEvaluator).map((r) => r.max_tokens)).toEqual([512, 512, 512]);
+    expect(second.requests.filter(isGoalEvaluator).map((r) => r.max_tokens)).toEqual([
+      512, 512, 512,
+    ]);
   },
 };
 

@@ -13,7 +13,13 @@ import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as GoalModule from "../chapters/s17-goal/src/goal.ts";
 import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
-import { afterTools, runChapter, tempWorkspace, isGoalEvaluator, goalVerdict } from "./helpers/run.ts";
+import {
+  afterTools,
+  goalVerdict,
+  isGoalEvaluator,
+  runChapter,
+  tempWorkspace,
+} from "./helpers/run.ts";
 
 type Message = Anthropic.MessageParam;
 
