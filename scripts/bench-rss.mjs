@@ -1,5 +1,5 @@
 /**
- * Preload for `pnpm bench` (scripts/bench.ts): `node --import tsx --import <this file> …`.
+ * Preload for `pnpm bench` (scripts/bench.ts): `node --import tsx/esm --import <this file> …`.
  * Its only job: when the process exits, append "<pid> <max RSS in KiB>" to the file named by
  * BENCH_RSS_FILE (nothing when that variable is unset).
  */

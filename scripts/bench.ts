@@ -15,7 +15,7 @@
  *       the banner's last line (`Type a request …`, after which the REPL waits for input; on
  *       piped stdin the `sNN >> ` prompt is written only with a line) on stdout, and to the
  *       process's exit (PNPM_START_RUNS runs)
- *   RSS at start = max RSS (MiB) of `node --import tsx src/main.ts`, stdin at EOF (median of
+ *   RSS at start = max RSS (MiB) of `node --import tsx/esm src/main.ts`, stdin at EOF (median of
  *       RSS_START_RUNS runs); the preload scripts/bench-rss.mjs reports it at exit
  *   RSS 300 rounds = the same, over a session of SESSION_ROUNDS bash rounds against the fake
  *       Messages API (prompt on stdin, then EOF)
@@ -306,7 +306,7 @@ async function pnpmStart(dir: string): Promise<{ promptMs: number; exitMs: numbe
   return { promptMs: median(prompt), exitMs: median(exit) };
 }
 
-/** `node --import tsx --import bench-rss.mjs src/main.ts` in the chapter folder; RSS in MiB. */
+/** `node --import tsx/esm --import bench-rss.mjs src/main.ts` in the chapter folder; RSS in MiB. */
 async function chapterProcess(
   dir: string,
   temp: { workdir: string; rssFile: string },
@@ -318,7 +318,7 @@ async function chapterProcess(
     [
       process.execPath,
       "--import",
-      "tsx",
+      "tsx/esm",
       "--import",
       pathToFileURL(RSS_PRELOAD).href,
       "src/main.ts",
@@ -416,7 +416,7 @@ function formatProcesses(results: ProcessBench[]): string {
   const lines = [
     `The chapter as a process: \`pnpm --filter sNN start\` from the repository root, stdin at EOF ` +
       `(median of ${PNPM_START_RUNS} runs; ms to the first prompt and to exit). Max RSS (MiB) of ` +
-      `\`node --import tsx src/main.ts\`: at start, stdin at EOF (median of ${RSS_START_RUNS}), and ` +
+      `\`node --import tsx/esm src/main.ts\`: at start, stdin at EOF (median of ${RSS_START_RUNS}), and ` +
       `over a session of ${SESSION_ROUNDS} bash rounds against the fake API; that session's log ` +
       "under .harness/logs/ (KiB).",
     "",

@@ -82,7 +82,7 @@ function deadPid(): number {
 
 /** A task-claimer child: `ready` once loaded, `done` with its claim lines when it ends. */
 function startClaimer(storeFile: string, owner: string) {
-  const child = spawn(process.execPath, ["--import", "tsx", CLAIMER, storeFile, owner], {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", CLAIMER, storeFile, owner], {
     cwd: path.dirname(CLAIMER),
     stdio: ["pipe", "pipe", "pipe"],
   });

@@ -3,7 +3,7 @@
  * and on its first line of stdin, `{"workdir": …, "ids": […]}`, claims every task given,
  * in order, as `owner`, printing one line per claim. Started early (loading takes most of
  * a second), told to go when the test is ready.
- * Run: node --import tsx task-claimer.ts <tasks-store.ts> <owner>
+ * Run: node --import tsx/esm task-claimer.ts <tasks-store.ts> <owner>
  */
 import { createInterface } from "node:readline";
 import type * as StoreModule from "../../chapters/s10-tasks/src/tasks-store.ts";
