@@ -90,9 +90,13 @@ export const MUTATIONS: Mutation[] = [
     search:
       '      if (run.role === "main")\n' +
       '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });\n' +
-      "      const continuation = await seams.onStop(messages, response, run);",
+      "      const continuation =\n" +
+      "        (await seams.beforeStop(messages, response, run)) ??\n" +
+      "        (await seams.onStop(messages, response, run));",
     replace:
-      "      const continuation = await seams.onStop(messages, response, run);\n" +
+      "      const continuation =\n" +
+      "        (await seams.beforeStop(messages, response, run)) ??\n" +
+      "        (await seams.onStop(messages, response, run));\n" +
       '      if (run.role === "main")\n' +
       '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });',
     description: "the answer is shown after the Stop hooks judged it, not as it arrived",

@@ -3,8 +3,8 @@
  * chapters from the one that introduces it (`chaptersFrom`); a chapter that deliberately
  * changes a behaviour says so in `CHANGED` (no silent skips). Suites that test modules
  * directly rather than through `main` run on each distinct version of those modules
- * (`moduleVersions`); suites that run through `main` are carried to those versions and the
- * newest chapter (`carried`), and their edge cases run where their own modules differ and
+ * (`moduleVersions`: a later version the newest chapter still has runs there); suites that
+ * run through `main` are carried to those versions and the newest chapter (`carried`), and their edge cases run where their own modules differ and
  * on the newest chapter (`runsEdgeCases`). Demos and command-line runs cover every chapter.
  */
 import { createHash } from "node:crypto";
@@ -142,12 +142,17 @@ export function chaptersFrom(first: string, behaviour?: string): Chapter[] {
 }
 
 /**
- * For suites that test a chapter's modules directly (not through `main`): the chapters from
- * `first` on (as `chaptersFrom`) where `entries`, with every chapter file they import,
- * differ from the previous chapter kept. `course check` keeps a file that a chapter does
- * not change byte-identical to the previous chapter's, so running such a suite on an
- * identical copy again proves nothing new and costs a few seconds per chapter; suites that
- * run a chapter through `main` (its composition) use `runsEdgeCases`.
+ * For suites that test a chapter's modules directly (not through `main`): one chapter for
+ * each version of `entries` (with every chapter file they import) from `first` on (as
+ * `chaptersFrom`). `course check` keeps a file that a chapter does not change
+ * byte-identical to the previous chapter's, so running such a suite on an identical copy
+ * again proves nothing new and costs a few seconds per chapter; suites that run a chapter
+ * through `main` (its composition) use `runsEdgeCases`.
+ *
+ * A version is tested on the chapter that introduces it, except a later version that the
+ * newest chapter of the range still has: the newest chapter runs it, as it runs every suite
+ * through `main` anyway (`carried`), so those files are not tested twice. `first` always
+ * tests its own version: every chapter runs its own mechanism's suite.
  */
 export function moduleVersions(first: string, entries: string[], behaviour?: string): Chapter[] {
   const candidates = chaptersFrom(first, behaviour);
@@ -158,6 +163,7 @@ export function moduleVersions(first: string, entries: string[], behaviour?: str
     if (digest !== previous) kept.push(chapter);
     previous = digest;
   }
+  if (kept.length > 1) kept[kept.length - 1] = candidates.at(-1)!;
   return kept;
 }
 

@@ -4,7 +4,6 @@
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -22,6 +21,7 @@ import {
   syncFile,
 } from "../scripts/course.ts";
 import { type Chapter, chapterDir, chaptersFrom } from "./chapters.ts";
+import { TEST_TEMP } from "./helpers/run.ts";
 
 type Files = Record<string, string>;
 
@@ -63,7 +63,7 @@ function navLine(readme: string, prev?: string, next?: string): string {
  * false: the diff tests count every line).
  */
 function makeCourse(chapters: Record<string, Files>, nav = true): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "course-test-"));
+  const root = fs.mkdtempSync(path.join(TEST_TEMP, "course-test-"));
   roots.push(root);
   const folders = Object.keys(chapters).sort();
   for (const [folder, files] of Object.entries(chapters)) {

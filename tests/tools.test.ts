@@ -5,7 +5,6 @@
  * which refuses any request the real API would refuse.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -28,7 +27,7 @@ import {
 } from "shared/testing";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
-import { baseTools } from "./helpers/run.ts";
+import { baseTools, TEST_TEMP } from "./helpers/run.ts";
 
 type ToolsModule = typeof import("../chapters/s02-tools/src/tools.ts");
 type PathsModule = typeof import("../chapters/s02-tools/src/paths.ts");
@@ -116,7 +115,7 @@ describe.each(moduleVersions("s02", ["tools.ts", "paths.ts", "loop.ts", "guard.t
     });
 
     const tempDir = (prefix: string) => {
-      const made = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+      const made = fs.realpathSync(fs.mkdtempSync(path.join(TEST_TEMP, prefix)));
       scratch.push(made);
       return made;
     };
