@@ -740,8 +740,10 @@ async function start(chapter: Chapter, scenario: Scenario, workdir: string) {
   }
 }
 
-// s10's run is its race below (two processes), which checks the same as every other run.
-const OWN_RUN = new Set(["s10"]);
+// Two chapters' one run is below: s01 with nothing configured (a newcomer's first command:
+// its offline demo, through the real SDK against a local scripted API), s10's race of two
+// processes. Both check what every run checks.
+const OWN_RUN = new Set(["s01", "s10"]);
 
 describe.concurrent.each(chaptersFrom("s01").filter((c) => !OWN_RUN.has(c.id)))(
   "$id from the command line",
@@ -802,18 +804,23 @@ describe.each(CHAPTERS.slice(-1))("$id in a terminal", (chapter) => {
   });
 });
 
-describe("the offline fallback", () => {
-  it("s01 runs its demo when nothing is configured", async () => {
+describe("s01 from the command line, nothing configured", () => {
+  it("runs its offline demo: banner, the scripted prompt, real commands, a session log", async () => {
     const run = await runPnpm(["--silent", "--filter", "s01", "start"], {
       // Empty values beat a developer's .env (the real environment wins).
       env: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", ANTHROPIC_BASE_URL: "" },
     });
+    expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("No model configured: running this chapter's offline demo.");
+    expect(run.stdout).toContain("s01: Agent Loop");
+    expect(run.stdout).toContain("s01 >> What files are in this folder");
+    // The commands ran for real in the demo's workspace.
+    expect(run.stdout).toMatch(/> bash\(\{"command":"wc -l \*"\}\)\n\s+1 hello\.txt/);
     expect(run.stdout).toContain("Offline demo (s01)");
     expect(run.stdout).not.toMatch(/API error|scripted model: no step left/);
     const kept = /workspace is kept at (\S+)/.exec(run.stdout)?.[1];
-    expect(kept && existsSync(path.join(kept, ".harness", "logs"))).toBe(true);
+    expect(readdirSync(path.join(kept!, ".harness", "logs")).length).toBeGreaterThanOrEqual(2);
     rmSync(kept!, { recursive: true, force: true });
   });
 });
