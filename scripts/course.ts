@@ -7,6 +7,8 @@
  *   course check                    layout, drift, the shape of each chapter, README excerpts
  *   course log <api.jsonl> [--request N]
  *                                   rebuild the requests a session log recorded
+ *   course site [--out DIR] [--serve] [--port N]
+ *                                   the course as a static site (scripts/site.ts)
  *
  * Chapter N is chapter N-1 plus one mechanism, so most files are copies of the
  * previous chapter's. Everything here is about keeping those copies honest.
@@ -1004,6 +1006,11 @@ Commands:
   log <api.jsonl> [--request <n>]
                           rebuild the requests a session log recorded: one line each,
                           or request n (1-based) in full as JSON
+  site [--out <dir>] [--serve] [--port <n>]
+                          build the course as a static site into <dir> (default: site/):
+                          timeline, a page per chapter (README en/ja, files, diff,
+                          diagram, its demo request by request) and per chapter pair;
+                          --serve previews it on http://127.0.0.1:<n>/ (default 4173)
 
 A chapter is its id (s07), its folder name (s07-skills) or its number (7).
 Options: --root <dir>  repo root (default: this repository)   -h, --help  this text
@@ -1016,6 +1023,9 @@ const OPTIONS = {
   old: { type: "string" },
   "dry-run": { type: "boolean" },
   request: { type: "string" },
+  out: { type: "string" },
+  serve: { type: "boolean" },
+  port: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -1025,15 +1035,16 @@ const ALLOWED: Record<string, readonly string[]> = {
   sync: ["root", "from", "old", "dry-run"],
   check: ["root"],
   log: ["request"],
+  site: ["root", "out", "serve", "port"],
 };
 
-const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0, log: 1 };
+const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0, log: 1, site: 0 };
 
 const parse = (argv: readonly string[]) =>
   parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
 
-/** Run the CLI; returns the exit code. */
-export function main(argv: readonly string[], io: Io = processIo()): number {
+/** Run the CLI; returns the exit code (`site` returns it once the build is done). */
+export function main(argv: readonly string[], io: Io = processIo()): number | Promise<number> {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -1098,6 +1109,8 @@ export function main(argv: readonly string[], io: Io = processIo()): number {
       case "log":
         io.write(logCommand(args[0] ?? "", values.request));
         return 0;
+      case "site":
+        return siteCommand(root, values, io);
       default: {
         const problems = checkCourse(root);
         const count = listChapters(root).length;
@@ -1120,6 +1133,44 @@ export function main(argv: readonly string[], io: Io = processIo()): number {
   }
 }
 
+/** `course site`: build, then (with --serve) keep serving until the process is stopped. */
+export async function siteCommand(
+  root: string,
+  values: { out?: string; serve?: boolean; port?: string },
+  io: Io,
+): Promise<number> {
+  const port = Number(values.port ?? "4173");
+  if (!/^\d+$/.test(values.port ?? "4173") || port < 1 || port > 65535) {
+    io.error(`course site: --port must be a number from 1 to 65535 (got "${values.port}")\n`);
+    return 2;
+  }
+  if (values.port !== undefined && values.serve !== true) {
+    io.error("course site: --port applies only with --serve\n");
+    return 2;
+  }
+  const { buildSite, serveSite } = await import("./site.ts");
+  const out = path.resolve(values.out ?? path.join(root, "site"));
+  try {
+    await buildSite({ root, out, say: (line) => io.write(`${line}\n`) });
+    io.write(`Open ${path.join(out, "index.html")} in a browser (no server needed).\n`);
+    if (values.serve === true) {
+      const server = await serveSite(out, port);
+      io.write(`Serving ${out} at ${server.url} (Ctrl-C stops it)\n`);
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof CourseError) {
+      io.error(`course site: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      io.error(`course site: port ${port} is in use on 127.0.0.1; choose another with --port\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
 function isEntry(): boolean {
   const script = process.argv[1];
   if (script === undefined) return false;
@@ -1133,4 +1184,8 @@ function isEntry(): boolean {
   return real(path.resolve(script)) === real(fileURLToPath(import.meta.url));
 }
 
-if (isEntry()) process.exitCode = main(process.argv.slice(2));
+if (isEntry()) {
+  void Promise.resolve(main(process.argv.slice(2))).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -92,6 +92,7 @@ function read(root: string, rel: string): string {
 function run(args: string[], color = false): { code: number; out: string; err: string } {
   let out = "";
   let err = "";
+  // Every command but `site` answers synchronously; site.test.ts runs that one.
   const code = main(args, {
     write: (text) => {
       out += text;
@@ -100,7 +101,7 @@ function run(args: string[], color = false): { code: number; out: string; err: s
       err += text;
     },
     color,
-  });
+  }) as number;
   return { code, out, err };
 }
 

@@ -11,6 +11,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 const LONGEST = [
   "cli.test.ts",
+  "site.test.ts",
   "loop.test.ts",
   "background.test.ts",
   "teams.test.ts",

@@ -1,0 +1,681 @@
+/**
+ * `pnpm course site`: the course as a static site, generated from the repository itself so it
+ * cannot drift from the code. An index with the chapter timeline; a page per chapter with
+ * its diagram, how to run it, its src/ files, a step-through of its real demo, the
+ * side-by-side diff against the previous chapter and its README in English and Japanese;
+ * a page per chapter pair. Pages read without JavaScript; site.js only adds the language
+ * switch and the diff toggles.
+ */
+
+/**
+ * `pnpm course site`: the course as a static site, generated from the repository itself so it
+ * cannot drift from the code. An index with the chapter timeline; a page per chapter with
+ * its diagram, how to run it, its src/ files, a step-through of its real demo, the
+ * side-by-side diff against the previous chapter and its README in English and Japanese;
+ * a page per chapter pair. Pages read without JavaScript; site.js only adds the language
+ * switch and the diff toggles.
+ */
+import fs, { createReadStream, existsSync, readdirSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import hljs from "highlight.js/lib/common";
+import { Marked, type Tokens } from "marked";
+import {
+  type Chapter,
+  type ChapterStats,
+  CourseError,
+  compareChapters,
+  computeStats,
+  type FileChange,
+  listChapters,
+  listFiles,
+  splitLines,
+} from "./course.ts";
+import { emptySeen, esc, MARKS, remember, renderSteps, type Seen, traceDemo } from "./site-demo.ts";
+
+const ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), "site-assets");
+/**
+ * Written into every site folder: the build empties only a folder that holds it. Once the
+ * build is done it holds the build's report as JSON (pages, and what each demo showed).
+ */
+export const SITE_MARKER = ".course-site";
+
+export interface SiteOptions {
+  root: string;
+  out: string;
+  /** Progress lines (one per page group). */
+  say?: (line: string) => void;
+}
+
+export interface SiteReport {
+  pages: string[];
+  /** Per chapter: how often each of its marks showed in its demo's step-through. */
+  marks: Record<string, Record<string, number>>;
+  requests: Record<string, number>;
+}
+
+// ---------------------------------------------------------------------------
+// Highlighting
+
+const LANGUAGES: Record<string, string> = {
+  ts: "typescript",
+  mts: "typescript",
+  js: "javascript",
+  mjs: "javascript",
+  json: "json",
+  md: "markdown",
+  sh: "bash",
+  bash: "bash",
+  yaml: "yaml",
+  yml: "yaml",
+  typescript: "typescript",
+  javascript: "javascript",
+};
+
+export function languageOf(file: string): string | undefined {
+  const ext = file.includes(".") ? file.slice(file.lastIndexOf(".") + 1) : file;
+  return LANGUAGES[ext.toLowerCase()];
+}
+
+const TAG = /<span class="[^"]*">|<\/span>/g;
+
+/**
+ * Highlighted HTML split into lines, each one balanced: a span open at a line's end is
+ * closed there and opened again on the next line, so any line can stand alone in a diff row.
+ */
+export function highlightLines(code: string, language: string | undefined): string[] {
+  const html =
+    language === undefined
+      ? esc(code)
+      : hljs.highlight(code, { language, ignoreIllegals: true }).value;
+  const open: string[] = [];
+  return html.split("\n").map((line) => {
+    const prefix = open.join("");
+    for (const tag of line.match(TAG) ?? []) {
+      if (tag === "</span>") open.pop();
+      else open.push(tag);
+    }
+    return prefix + line + "</span>".repeat(open.length);
+  });
+}
+
+const highlighted = new Map<string, string[]>();
+
+/** highlightLines, memoized: most files are the same from one chapter to the next. */
+function highlightFile(text: string, file: string): string[] {
+  const language = languageOf(file);
+  const key = `${language}\0${text}`;
+  let lines = highlighted.get(key);
+  if (lines === undefined) {
+    lines = highlightLines(text.endsWith("\n") ? text.slice(0, -1) : text, language);
+    highlighted.set(key, lines);
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------
+// README sections and Markdown
+
+interface Readme {
+  /** "TodoWrite" from "# s05: TodoWrite" */
+  title: string;
+  /** The H2 sections in order, each without its heading line. */
+  sections: Array<{ heading: string; body: string }>;
+  /** Everything after the H1 and its navigation line. */
+  body: string;
+}
+
+function readReadme(file: string): Readme {
+  const text = fs.readFileSync(file, "utf8");
+  const lines = text.split("\n");
+  const h1 = lines.findIndex((l) => l.startsWith("# "));
+  const title = (lines[h1] ?? "").replace(/^# (s\d\d: )?/, "").trim();
+  let start = h1 + 1;
+  while (
+    start < lines.length &&
+    (lines[start]?.trim() === "" || /^\[[^\]]+\]\(README/.test(lines[start] ?? ""))
+  ) {
+    start++;
+  }
+  const body = lines.slice(start).join("\n");
+  const sections: Readme["sections"] = [];
+  let fence = false;
+  for (const line of lines.slice(start)) {
+    if (line.startsWith("```")) fence = !fence;
+    if (!fence && line.startsWith("## "))
+      sections.push({ heading: line.slice(3).trim(), body: "" });
+    else if (sections.length > 0) sections[sections.length - 1]!.body += `${line}\n`;
+  }
+  return { title, sections, body };
+}
+
+/** The first fenced block of a Markdown text (a chapter's diagram, its run commands). */
+function firstFence(markdown: string): { lang: string; code: string } | null {
+  const m = /^```(\w*)\n([\s\S]*?)^```/m.exec(markdown);
+  return m ? { lang: m[1] ?? "", code: m[2] ?? "" } : null;
+}
+
+/** The first paragraph of a Markdown text. */
+function firstParagraph(markdown: string): string {
+  return markdown.trim().split(/\n\s*\n/)[0] ?? "";
+}
+
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+export function slug(text: string): string {
+  return text
+    .toLowerCase()
+    .trim()
+    .replace(/<[^>]*>/g, "")
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
+interface LinkContext {
+  root: string;
+  /** The Markdown file's folder, relative to the root ("" or "chapters/s05-todo"). */
+  dir: string;
+  lang: "en" | "ja";
+  chapters: readonly Chapter[];
+  /** Images to copy: source path → name under img/. */
+  images: Map<string, string>;
+}
+
+/** Where a README's link points on the site, or null when the site has no such page. */
+function siteHref(href: string, ctx: LinkContext): string | null {
+  if (/^[a-z]+:/i.test(href)) return href;
+  const [target = "", hash = ""] = href.split("#");
+  if (target === "") return `#${ctx.lang}-${hash}`;
+  const rel = path.posix.normalize(path.posix.join(ctx.dir, decodeURI(target))).replace(/\/$/, "");
+  const anchor = (lang: string) => (hash ? `#${lang}-${hash}` : lang === "ja" ? "#ja" : "");
+  if (rel === "README.md") return `index.html${anchor("en")}`;
+  if (rel === "README.ja.md") return `index.html${anchor("ja")}`;
+  const m = /^chapters\/(s\d\d-[^/]+)(?:\/(.*))?$/.exec(rel);
+  const chapter = m ? ctx.chapters.find((c) => c.folder === m[1]) : undefined;
+  if (m && chapter) {
+    const inner = m[2] ?? "";
+    if (inner === "" || inner === "README.md") return `${chapter.id}.html${anchor("en")}`;
+    if (inner === "README.ja.md") return `${chapter.id}.html${anchor("ja")}`;
+    if (existsSync(path.join(chapter.dir, inner)) && !inner.endsWith("/")) {
+      return `${chapter.id}.html#file-${slug(inner.replace(/[/.]/g, "-"))}`;
+    }
+  }
+  return null;
+}
+
+function markdown(text: string, ctx: LinkContext): string {
+  const marked = new Marked({
+    gfm: true,
+    renderer: {
+      heading({ tokens, depth, text: raw }: Tokens.Heading) {
+        const inner = this.parser.parseInline(tokens);
+        return `<h${depth} id="${esc(`${ctx.lang}-${slug(raw)}`)}">${inner}</h${depth}>\n`;
+      },
+      link({ href, title, tokens }: Tokens.Link) {
+        const inner = this.parser.parseInline(tokens);
+        const to = siteHref(href, ctx);
+        if (to === null)
+          return `<span class="repo-path" title="${esc(href)} (in the repository)">${inner}</span>`;
+        const titleAttr = title ? ` title="${esc(title)}"` : "";
+        return `<a href="${esc(to)}"${titleAttr}>${inner}</a>`;
+      },
+      image({ href, text: alt }: Tokens.Image) {
+        const source = path.join(ctx.root, ctx.dir, decodeURI(href));
+        if (/^[a-z]+:/i.test(href) || !existsSync(source)) return esc(alt);
+        const name = `${ctx.dir.replace(/\//g, "-")}${ctx.dir ? "-" : ""}${path.basename(source)}`;
+        ctx.images.set(source, name);
+        return `<img src="img/${esc(name)}" alt="${esc(alt)}" loading="lazy">`;
+      },
+      code({ text: code, lang }: Tokens.Code) {
+        const language = lang ? languageOf(lang) : undefined;
+        const body = language
+          ? hljs.highlight(code, { language, ignoreIllegals: true }).value
+          : esc(code);
+        return `<pre class="code"><code class="hljs">${body}</code></pre>\n`;
+      },
+    },
+  });
+  return marked.parse(text, { async: false });
+}
+
+// ---------------------------------------------------------------------------
+// Page pieces
+
+/** Both languages in the page; CSS shows one once site.js has run, both without it. */
+const t = (en: string, ja: string) =>
+  `<span class="en">${en}</span><span class="ja" lang="ja">${ja}</span>`;
+
+function page(title: string, body: string, nav: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title>
+<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%23335'/%3E%3C/svg%3E">
+<link rel="stylesheet" href="style.css">
+<script src="site.js"></script>
+</head>
+<body>
+<header class="top"><nav>${nav}</nav><div class="lang-switch" role="group" aria-label="Language"><button type="button" data-lang="en">English</button><button type="button" data-lang="ja">日本語</button></div></header>
+<main>
+${body}
+</main>
+<footer>Generated by <code>pnpm course site</code> from the repository: the code, READMEs and demo logs shown here are the chapters' own.</footer>
+</body>
+</html>
+`;
+}
+
+function statsLine(s: ChapterStats): string {
+  const files: string[] = [];
+  if (s.filesAdded > 0) files.push(`${s.filesAdded} new`);
+  if (s.filesChanged > 0) files.push(`${s.filesChanged} changed`);
+  if (s.filesRemoved > 0) files.push(`${s.filesRemoved} removed`);
+  return `<span class="stat"><span class="plus">+${s.linesAdded}</span> <span class="minus">−${s.linesRemoved}</span> · ${files.join(", ") || "no files"} · ${s.codeLines} lines</span>`;
+}
+
+const fileAnchor = (rel: string) => `file-${slug(rel.replace(/[/.]/g, "-"))}`;
+const diffAnchor = (rel: string) => `diff-${slug(rel.replace(/[/.]/g, "-"))}`;
+
+function diffRows(change: FileChange, before: string[], after: string[]): string {
+  const rows: string[] = [];
+  const cell = (n: number | null, html: string | undefined, cls: string) =>
+    n === null
+      ? `<td class="ln"></td><td class="code empty"></td>`
+      : `<td class="ln">${n}</td><td class="code ${cls}">${html ?? ""}</td>`;
+  for (const hunk of change.hunks) {
+    rows.push(
+      `<tr class="hunk"><td colspan="4">@@ −${hunk.oldStart},${hunk.oldCount} +${hunk.newStart},${hunk.newCount} @@</td></tr>`,
+    );
+    let oldN = hunk.oldStart;
+    let newN = hunk.newStart;
+    let i = 0;
+    while (i < hunk.edits.length) {
+      const edit = hunk.edits[i]!;
+      if (edit.kind === "equal") {
+        rows.push(
+          `<tr>${cell(oldN, before[oldN - 1], "eq")}${cell(newN, after[newN - 1], "eq")}</tr>`,
+        );
+        oldN++;
+        newN++;
+        i++;
+        continue;
+      }
+      const dels: number[] = [];
+      const ins: number[] = [];
+      while (i < hunk.edits.length && hunk.edits[i]!.kind !== "equal") {
+        if (hunk.edits[i]!.kind === "delete") dels.push(oldN++);
+        else ins.push(newN++);
+        i++;
+      }
+      for (let k = 0; k < Math.max(dels.length, ins.length); k++) {
+        const d = dels[k] ?? null;
+        const a = ins[k] ?? null;
+        rows.push(
+          `<tr>${cell(d, d === null ? "" : before[d - 1], "del")}${cell(a, a === null ? "" : after[a - 1], "ins")}</tr>`,
+        );
+      }
+    }
+  }
+  return rows.join("\n");
+}
+
+function readText(dir: string | undefined, rel: string): string {
+  if (dir === undefined) return "";
+  try {
+    return fs.readFileSync(path.join(dir, rel), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** New files first (the chapter's mechanism), then changed ones, the demo script last. */
+function mechanismFirst(changes: FileChange[]): FileChange[] {
+  const rank = (c: FileChange) =>
+    c.status === "added" ? 0 : c.path === "src/demo.ts" ? 2 : c.path.startsWith("src/") ? 1 : 3;
+  return [...changes].sort((a, b) => rank(a) - rank(b));
+}
+
+function renderDiff(
+  prev: Chapter | null,
+  chapter: Chapter,
+  changes: readonly FileChange[],
+): string {
+  if (changes.length === 0) return `<p>${t("No file differs.", "違うファイルはありません。")}</p>`;
+  const label = prev?.id ?? "nothing";
+  const files = changes.map((change) => {
+    const head = `<span class="path">${esc(change.path)}</span> <span class="status ${change.status}">${change.status === "added" ? "new" : change.status}</span> <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span>`;
+    const body = change.binary
+      ? `<p>${t("Binary file.", "バイナリファイルです。")}</p>`
+      : `<div class="diff-scroll"><table class="diff"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><thead><tr><th colspan="2">${esc(label)}</th><th colspan="2">${esc(chapter.id)}</th></tr></thead><tbody>${diffRows(
+          change,
+          highlightFile(readText(prev?.dir, change.path), change.path),
+          highlightFile(readText(chapter.dir, change.path), change.path),
+        )}</tbody></table></div>`;
+    return `<details class="file" id="${diffAnchor(change.path)}" open><summary>${head}</summary>${body}</details>`;
+  });
+  return `<div class="diff-tools" hidden><button type="button" data-diff="collapse">${t("Collapse all", "すべて閉じる")}</button><button type="button" data-diff="expand">${t("Expand all", "すべて開く")}</button><button type="button" data-diff="wrap">${t("Wrap lines", "折り返す")}</button></div>\n${files.join("\n")}`;
+}
+
+// ---------------------------------------------------------------------------
+// The build
+
+interface ChapterInfo {
+  chapter: Chapter;
+  en: Readme;
+  ja: Readme;
+  stats: ChapterStats;
+}
+
+function section(id: string, en: string, ja: string, body: string): string {
+  return `<section id="${id}"><h2>${t(esc(en), esc(ja))}</h2>\n${body}\n</section>`;
+}
+
+function bilingual(en: string, ja: string): string {
+  return `<div class="en">${en}</div><div class="ja" lang="ja">${ja}</div>`;
+}
+
+function chapterNav(infos: readonly ChapterInfo[], at: number): string {
+  const prev = infos[at - 1];
+  const next = infos[at + 1];
+  const links = [`<a href="index.html">${t("Course", "コース")}</a>`];
+  if (prev)
+    links.push(
+      `<a href="${prev.chapter.id}.html" rel="prev">← ${prev.chapter.id} ${esc(prev.en.title)}</a>`,
+    );
+  if (next)
+    links.push(
+      `<a href="${next.chapter.id}.html" rel="next">${next.chapter.id} ${esc(next.en.title)} →</a>`,
+    );
+  return links.join(" ");
+}
+
+/** Where each file of a chapter last changed: this chapter, or the earlier one that made it so. */
+function lastChanged(
+  infos: readonly ChapterInfo[],
+  at: number,
+  rel: string,
+): ChapterInfo | undefined {
+  const text = readText(infos[at]!.chapter.dir, rel);
+  let owner: ChapterInfo | undefined = infos[at];
+  for (let i = at - 1; i >= 0; i--) {
+    if (readText(infos[i]!.chapter.dir, rel) !== text) break;
+    owner = infos[i];
+  }
+  return owner;
+}
+
+export async function buildSite(options: SiteOptions): Promise<SiteReport> {
+  const { root } = options;
+  const out = path.resolve(options.out);
+  const say = options.say ?? (() => {});
+  prepareOut(out);
+  const chapters = listChapters(root);
+  const stats = computeStats(root);
+  const infos: ChapterInfo[] = chapters.map((chapter, i) => ({
+    chapter,
+    en: readReadme(path.join(chapter.dir, "README.md")),
+    ja: readReadme(path.join(chapter.dir, "README.ja.md")),
+    stats: stats[i]!,
+  }));
+  const images = new Map<string, string>();
+  const ctx = (dir: string, lang: "en" | "ja"): LinkContext => ({
+    root,
+    dir,
+    lang,
+    chapters,
+    images,
+  });
+  const pages: string[] = [];
+  const write = (name: string, html: string) => {
+    fs.writeFileSync(path.join(out, name), html);
+    pages.push(name);
+  };
+
+  say(`site: running ${chapters.length} demos`);
+  const traces = await Promise.all(chapters.map((c) => traceDemo(c.dir)));
+  const report: SiteReport = { pages, marks: {}, requests: {} };
+
+  // Index: the top README's opening, the timeline.
+  const topEn = readReadme(path.join(root, "README.md"));
+  const topJa = readReadme(path.join(root, "README.ja.md"));
+  const timeline = infos.map((info, i) => {
+    const { chapter, en, ja } = info;
+    const idea = (r: Readme) => firstParagraph(r.sections[1]?.body ?? "");
+    const dirRel = `chapters/${chapter.folder}`;
+    const pair =
+      i > 0
+        ? ` · <a href="${infos[i - 1]!.chapter.id}-${chapter.id}.html">${t("diff", "差分")} ${infos[i - 1]!.chapter.id} → ${chapter.id}</a>`
+        : "";
+    return `<li class="chapter" id="t-${chapter.id}"><div class="when">${chapter.id}</div><div class="what"><h3><a href="${chapter.id}.html">${esc(en.title)}</a></h3>${bilingual(
+      markdown(idea(en), ctx(dirRel, "en")),
+      markdown(idea(ja), ctx(dirRel, "ja")),
+    )}<p class="meta">${statsLine(info.stats)}${pair}</p></div></li>`;
+  });
+  write(
+    "index.html",
+    page(
+      topEn.title,
+      `<h1>${esc(topEn.title)}</h1>\n` +
+        section("timeline", "Chapters", "章", `<ol class="timeline">${timeline.join("\n")}</ol>`) +
+        section(
+          "about",
+          "About the course",
+          "このコースについて",
+          bilingual(markdown(topEn.body, ctx("", "en")), markdown(topJa.body, ctx("", "ja"))),
+        ),
+      `<a href="index.html">${t("Course", "コース")}</a>`,
+    ),
+  );
+
+  // Chapter pages, in order: each knows what earlier demos already sent.
+  say("site: chapter pages");
+  const seen: Seen = emptySeen();
+  infos.forEach((info, i) => {
+    const { chapter, en, ja } = info;
+    const prev = i > 0 ? infos[i - 1]!.chapter : null;
+    const dirRel = `chapters/${chapter.folder}`;
+    const trace = traces[i]!;
+    const { html: steps, tally } = renderSteps(chapter.id, trace.steps, seen);
+    remember(seen, trace.steps);
+    report.marks[chapter.id] = Object.fromEntries(tally);
+    report.requests[chapter.id] = trace.steps.length;
+
+    const fence = (r: Readme, index: number) => firstFence(r.sections[index]?.body ?? "");
+    const showFence = (f: { lang: string; code: string } | null) =>
+      f === null ? "" : markdown(`\`\`\`${f.lang}\n${f.code}\`\`\``, ctx(dirRel, "en"));
+    const diagramEn = fence(en, 1);
+    const diagramJa = fence(ja, 1);
+    const diagram =
+      diagramEn?.code === diagramJa?.code
+        ? showFence(diagramEn)
+        : bilingual(showFence(diagramEn), showFence(diagramJa));
+    const runAt = en.sections.findIndex((s) => s.heading === "Run it");
+    const run = showFence(fence(en, runAt));
+
+    const changes = mechanismFirst(compareChapters(prev, chapter));
+    const status = new Map(changes.map((c) => [c.path, c]));
+    const files = listFiles(chapter.dir)
+      .filter((rel) => rel.startsWith("src/"))
+      .map((rel) => {
+        const change = status.get(rel);
+        const lines = splitLines(readText(chapter.dir, rel)).length;
+        const cls = change === undefined ? "same" : change.status === "added" ? "added" : "changed";
+        const note =
+          change === undefined
+            ? (() => {
+                const owner = lastChanged(infos, i, rel);
+                return owner && owner !== info
+                  ? `${t("as in", "変更なし:")} <a href="${owner.chapter.id}.html#${diffAnchor(rel)}">${owner.chapter.id}</a>`
+                  : "";
+              })()
+            : `<a href="#${diffAnchor(rel)}">${change.status === "added" ? t("new", "新規") : t("changed", "変更")} <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span></a>`;
+        return `<li class="${cls}" id="${fileAnchor(rel)}"><code>${esc(rel)}</code> <span class="lines">${lines}</span> ${note}</li>`;
+      });
+
+    const markList = (MARKS[chapter.id] ?? []).map(
+      (m) => `<li><span class="mark-label">${esc(m.label)}</span> ${tally.get(m.label) ?? 0}×</li>`,
+    );
+    const demo =
+      `${bilingual(
+        `<p>The build ran this chapter's offline demo (<code>pnpm --filter ${chapter.id} demo</code>) through the chapter's own code and read its session log: ${trace.steps.length} requests, each as the model received it and with the reply the log recorded. Parts marked in colour are what ${chapter.id} added; a card with a mark is open.</p>`,
+        `<p>サイトの生成時にこの章のオフラインデモ（<code>pnpm --filter ${chapter.id} demo</code>）を章自身のコードで実行し、そのセッションログを読み込みました。リクエストは ${trace.steps.length} 件で、それぞれモデルが受け取った内容と、ログに残った応答をそのまま示します。色付きの部分が ${chapter.id} で加わったもので、印のあるカードは開いた状態で表示します。</p>`,
+      )}<ul class="legend">${markList.join("")}</ul>` +
+      `<details class="terminal"><summary>${t("What the terminal showed", "ターミナルの表示")}</summary><pre>${esc(trace.output)}</pre></details>\n${steps}`;
+
+    const body = [
+      `<h1>${chapter.id}: ${esc(en.title)}</h1>`,
+      `<p class="meta">${statsLine(info.stats)}${prev ? ` · <a href="${prev.id}-${chapter.id}.html">${t("diff", "差分")} ${prev.id} → ${chapter.id}</a>` : ""}</p>`,
+      bilingual(
+        markdown(firstParagraph(en.sections[1]?.body ?? ""), ctx(dirRel, "en")),
+        markdown(firstParagraph(ja.sections[1]?.body ?? ""), ctx(dirRel, "ja")),
+      ),
+      `<nav class="toc">${[
+        ["diagram", t("Diagram", "図")],
+        ["run", t("Run it", "動かしてみる")],
+        ["files", t("Files", "ファイル")],
+        ["demo", t("The demo, request by request", "デモのリクエスト")],
+        ["diff", t("Diff", "差分")],
+        ["readme", "README"],
+      ]
+        .map(([id, label]) => `<a href="#${id}">${label}</a>`)
+        .join(" ")}</nav>`,
+      section("diagram", "Diagram", "図", diagram),
+      section("run", "Run it", "動かしてみる", run),
+      section(
+        "files",
+        "src/ files",
+        "src/ のファイル",
+        `<ul class="files">${files.join("\n")}</ul>`,
+      ),
+      section("demo", "The demo, request by request", "デモをリクエストごとに", demo),
+      section(
+        "diff",
+        prev ? `Diff against ${prev.id}` : "Every file (the first chapter)",
+        prev ? `${prev.id} との差分` : "すべてのファイル（最初の章）",
+        renderDiff(prev, chapter, changes),
+      ),
+      section(
+        "readme",
+        "README",
+        "README",
+        bilingual(
+          `<article class="readme">${markdown(en.body, ctx(dirRel, "en"))}</article>`,
+          `<article class="readme">${markdown(ja.body, ctx(dirRel, "ja"))}</article>`,
+        ),
+      ),
+    ].join("\n");
+    write(`${chapter.id}.html`, page(`${chapter.id}: ${en.title}`, body, chapterNav(infos, i)));
+  });
+
+  // Pair pages: what the later chapter's README says changed, and every file's diff.
+  say("site: chapter pairs");
+  infos.slice(1).forEach((info, j) => {
+    const before = infos[j]!;
+    const { chapter, en, ja } = info;
+    const dirRel = `chapters/${chapter.folder}`;
+    const changedAt = (r: Readme) =>
+      r.sections.find((s, k) => k >= 2 && /s\d\d/.test(s.heading))?.body ?? "";
+    const body = [
+      `<h1>${before.chapter.id} ${esc(before.en.title)} → ${chapter.id} ${esc(en.title)}</h1>`,
+      `<p class="meta">${statsLine(info.stats)} · <a href="${before.chapter.id}.html">${before.chapter.id}</a> · <a href="${chapter.id}.html">${chapter.id}</a></p>`,
+      section(
+        "changed",
+        `What changed from ${before.chapter.id}`,
+        `${before.chapter.id} からの変更点`,
+        bilingual(
+          markdown(changedAt(en), ctx(dirRel, "en")),
+          markdown(changedAt(ja), ctx(dirRel, "ja")),
+        ),
+      ),
+      section(
+        "diff",
+        "Every file that differs",
+        "違いのあるすべてのファイル",
+        renderDiff(
+          before.chapter,
+          chapter,
+          mechanismFirst(compareChapters(before.chapter, chapter, true)),
+        ),
+      ),
+    ].join("\n");
+    const nav = `<a href="index.html">${t("Course", "コース")}</a> <a href="index.html#t-${chapter.id}">${t("Timeline", "年表")}</a>`;
+    write(
+      `${before.chapter.id}-${chapter.id}.html`,
+      page(`${before.chapter.id} → ${chapter.id}`, body, nav),
+    );
+  });
+
+  for (const name of ["style.css", "site.js"])
+    fs.copyFileSync(path.join(ASSETS, name), path.join(out, name));
+  if (images.size > 0) {
+    fs.mkdirSync(path.join(out, "img"), { recursive: true });
+    for (const [source, name] of images) fs.copyFileSync(source, path.join(out, "img", name));
+  }
+  fs.writeFileSync(path.join(out, SITE_MARKER), `${JSON.stringify(report, null, 2)}\n`);
+  say(`site: ${pages.length} pages in ${out}`);
+  return report;
+}
+
+/** The site goes into an empty folder or one an earlier build made; anything else is kept. */
+function prepareOut(out: string): void {
+  if (existsSync(out)) {
+    if (!fs.statSync(out).isDirectory()) throw new CourseError(`${out} is a file, not a folder`, 1);
+    const entries = readdirSync(out);
+    if (entries.length > 0 && !entries.includes(SITE_MARKER)) {
+      throw new CourseError(
+        `${out} is not empty and was not made by \`course site\`; choose another --out`,
+        1,
+      );
+    }
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+  fs.mkdirSync(out, { recursive: true });
+  fs.writeFileSync(
+    path.join(out, SITE_MARKER),
+    "Made by `pnpm course site`; the next build replaces this folder.\n",
+  );
+}
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+};
+
+/** A static file server for `--serve`, on 127.0.0.1 only. */
+export function serveSite(
+  dir: string,
+  port: number,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const base = path.resolve(dir);
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const rel = decodeURIComponent(url.pathname).replace(/\/$/, "/index.html");
+    const file = path.join(base, path.normalize(rel));
+    if (!file.startsWith(base + path.sep) || !existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream" });
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      const address = server.address();
+      const actual = typeof address === "object" && address ? address.port : port;
+      resolve({
+        url: `http://127.0.0.1:${actual}/`,
+        close: () =>
+          new Promise((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}
