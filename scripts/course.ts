@@ -1150,15 +1150,16 @@ export async function siteCommand(
   }
   const { buildSite, serveSite } = await import("./site.ts");
   const out = path.resolve(values.out ?? path.join(root, "site"));
+  let server: Awaited<ReturnType<typeof serveSite>> | undefined;
   try {
+    // The port first, so a busy one fails before the build; files are read per request.
+    if (values.serve === true) server = await serveSite(out, port);
     await buildSite({ root, out, say: (line) => io.write(`${line}\n`) });
     io.write(`Open ${path.join(out, "index.html")} in a browser (no server needed).\n`);
-    if (values.serve === true) {
-      const server = await serveSite(out, port);
-      io.write(`Serving ${out} at ${server.url} (Ctrl-C stops it)\n`);
-    }
+    if (server) io.write(`Serving ${out} at ${server.url} (Ctrl-C stops it)\n`);
     return 0;
   } catch (err) {
+    await server?.close();
     if (err instanceof CourseError) {
       io.error(`course site: ${err.message}\n`);
       return err.exitCode;

@@ -171,7 +171,7 @@ export function slug(text: string): string {
     .replace(/\s/g, "-");
 }
 
-interface LinkContext {
+export interface LinkContext {
   root: string;
   /** The Markdown file's folder, relative to the root ("" or "chapters/s05-todo"). */
   dir: string;
@@ -203,7 +203,8 @@ function siteHref(href: string, ctx: LinkContext): string | null {
   return null;
 }
 
-function markdown(text: string, ctx: LinkContext): string {
+/** A README's Markdown as the site shows it: links to the site's pages, images copied. */
+export function markdown(text: string, ctx: LinkContext): string {
   const marked = new Marked({
     gfm: true,
     renderer: {
@@ -225,6 +226,10 @@ function markdown(text: string, ctx: LinkContext): string {
         const name = `${ctx.dir.replace(/\//g, "-")}${ctx.dir ? "-" : ""}${path.basename(source)}`;
         ctx.images.set(source, name);
         return `<img src="img/${esc(name)}" alt="${esc(alt)}" loading="lazy">`;
+      },
+      // A README's text is never markup: `mcp__<server>__<tool>` outside backticks stays text.
+      html({ text: raw }: Tokens.HTML | Tokens.Tag) {
+        return esc(raw);
       },
       code({ text: code, lang }: Tokens.Code) {
         const language = lang ? languageOf(lang) : undefined;
@@ -321,6 +326,18 @@ function diffRows(change: FileChange, before: string[], after: string[]): string
   return rows.join("\n");
 }
 
+/** A new or removed file: one column, every line an insertion or a deletion. */
+function wholeFile(change: FileChange, holder: Chapter | null): string {
+  const cls = change.status === "added" ? "ins" : "del";
+  const lines = highlightFile(readText(holder?.dir, change.path), change.path);
+  const rows = lines.map(
+    (html, i) => `<tr><td class="ln">${i + 1}</td><td class="code ${cls}">${html}</td></tr>`,
+  );
+  const heading =
+    change.status === "added" ? `new in ${holder?.id}` : `removed after ${holder?.id}`;
+  return `<div class="diff-scroll"><table class="diff single"><colgroup><col class="ln"><col></colgroup><thead><tr><th colspan="2">${esc(heading)}</th></tr></thead><tbody>${rows.join("\n")}</tbody></table></div>`;
+}
+
 function readText(dir: string | undefined, rel: string): string {
   if (dir === undefined) return "";
   try {
@@ -348,11 +365,13 @@ function renderDiff(
     const head = `<span class="path">${esc(change.path)}</span> <span class="status ${change.status}">${change.status === "added" ? "new" : change.status}</span> <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span>`;
     const body = change.binary
       ? `<p>${t("Binary file.", "バイナリファイルです。")}</p>`
-      : `<div class="diff-scroll"><table class="diff"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><thead><tr><th colspan="2">${esc(label)}</th><th colspan="2">${esc(chapter.id)}</th></tr></thead><tbody>${diffRows(
-          change,
-          highlightFile(readText(prev?.dir, change.path), change.path),
-          highlightFile(readText(chapter.dir, change.path), change.path),
-        )}</tbody></table></div>`;
+      : change.status === "changed"
+        ? `<div class="diff-scroll"><table class="diff"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><thead><tr><th colspan="2">${esc(label)}</th><th colspan="2">${esc(chapter.id)}</th></tr></thead><tbody>${diffRows(
+            change,
+            highlightFile(readText(prev?.dir, change.path), change.path),
+            highlightFile(readText(chapter.dir, change.path), change.path),
+          )}</tbody></table></div>`
+        : wholeFile(change, change.status === "added" ? chapter : prev);
     return `<details class="file" id="${diffAnchor(change.path)}" open><summary>${head}</summary>${body}</details>`;
   });
   return `<div class="diff-tools" hidden><button type="button" data-diff="collapse">${t("Collapse all", "すべて閉じる")}</button><button type="button" data-diff="expand">${t("Expand all", "すべて開く")}</button><button type="button" data-diff="wrap">${t("Wrap lines", "折り返す")}</button></div>\n${files.join("\n")}`;

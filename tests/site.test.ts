@@ -24,7 +24,13 @@ import {
   listChapters,
   main,
 } from "../scripts/course.ts";
-import { highlightLines, SITE_MARKER, type SiteReport, serveSite } from "../scripts/site.ts";
+import {
+  highlightLines,
+  markdown,
+  SITE_MARKER,
+  type SiteReport,
+  serveSite,
+} from "../scripts/site.ts";
 import { esc, MARKS, pairSteps } from "../scripts/site-demo.ts";
 import { CHAPTERS } from "./chapters.ts";
 import { TEST_TEMP } from "./helpers/run.ts";
@@ -144,6 +150,28 @@ describe("course site: the pages", () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it("writes well-formed HTML: every element closed, in order, on every page", () => {
+    const VOID = new Set(["meta", "link", "img", "br", "hr", "col", "input"]);
+    const problems: string[] = [];
+    for (const name of report.pages) {
+      const open: string[] = [];
+      for (const [, close, tag] of html(name).matchAll(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*>/g)) {
+        const t = tag!.toLowerCase();
+        if (VOID.has(t)) continue;
+        if (close === "") open.push(t);
+        else if (open.pop() !== t) {
+          problems.push(`${name}: </${t}> closes something else`);
+          break;
+        }
+      }
+      if (open.length > 0 && problems.length === 0)
+        problems.push(`${name}: <${open.pop()}> never closed`);
+    }
+    expect(problems).toEqual([]);
+    // Text in a README that looks like a tag is shown as text, not swallowed as markup.
+    expect(html("s14.html")).not.toMatch(/<server>|<tool>/);
   });
 
   it("copies the README images it shows", () => {
@@ -283,6 +311,23 @@ describe("course site: the command", () => {
     expect(existsSync(path.join(out, "never"))).toBe(false);
   });
 
+  it("says a busy port is busy, before building anything", async () => {
+    const busy = await serveSite(out, 0);
+    try {
+      const port = new URL(busy.url).port;
+      const io = captureIo();
+      const never = path.join(out, "never");
+      expect(await main(["site", "--serve", "--port", port, "--out", never], io)).toBe(1);
+      expect(io.err).toBe(
+        `course site: port ${port} is in use on 127.0.0.1; choose another with --port\n`,
+      );
+      expect(io.out).toBe("");
+      expect(existsSync(never)).toBe(false);
+    } finally {
+      await busy.close();
+    }
+  });
+
   it("serves the folder on 127.0.0.1 and nothing outside it", async () => {
     const server = await serveSite(out, 0);
     try {
@@ -296,6 +341,41 @@ describe("course site: the command", () => {
     } finally {
       await server.close();
     }
+  });
+
+  it("turns README links into site links, and shows text that looks like a tag as text", () => {
+    const ctx = {
+      root: DEFAULT_ROOT,
+      dir: "chapters/s05-todo",
+      lang: "ja" as const,
+      chapters: listChapters(DEFAULT_ROOT),
+      images: new Map<string, string>(),
+    };
+    const page = markdown(
+      [
+        "[s06](../s06-subagent/README.md) [en](README.md) [ja](README.ja.md)",
+        "[overview](../../README.md#configuration) [todo](src/todo.ts) [here](#the-idea)",
+        "[gone](../../nowhere.md) [web](https://code.claude.com/docs)",
+        "",
+        "tools named mcp__<server>__<tool>",
+      ].join("\n"),
+      ctx,
+    );
+    for (const href of [
+      "s06.html",
+      "s05.html",
+      "s05.html#ja",
+      "index.html#en-configuration",
+      "s05.html#file-src-todo-ts",
+      "#ja-the-idea",
+      "https://code.claude.com/docs",
+    ]) {
+      expect(page).toContain(`<a href="${href}">`);
+    }
+    expect(page).toContain(
+      '<span class="repo-path" title="../../nowhere.md (in the repository)">gone</span>',
+    );
+    expect(page).toContain("tools named mcp__&lt;server&gt;__&lt;tool&gt;");
   });
 
   it("highlights each line on its own: spans open at a line's end close there", () => {
@@ -412,6 +492,27 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
     expect(await open()).toBe(all);
   });
 
+  it("lands on the section a link names, just below the header, however long the page", async () => {
+    await page.goto(url("s13.html"));
+    const landed = async (id: string) => {
+      const { top, header } = await page.evaluate(
+        (at) => ({
+          top: document.getElementById(at)!.getBoundingClientRect().top,
+          header: document.querySelector("header.top")!.getBoundingClientRect().bottom,
+        }),
+        id,
+      );
+      expect(top, id).toBeGreaterThanOrEqual(header);
+      expect(top, id).toBeLessThan(header + 40);
+    };
+    for (const id of ["readme", "diff", "demo"]) {
+      await page.click(`nav.toc a[href="#${id}"]`);
+      await landed(id);
+    }
+    await page.click('#files a[href="#diff-src-teams-ts"]');
+    await landed("diff-src-teams-ts");
+  });
+
   it("follows the timeline to a chapter pair and on to the chapter", async () => {
     await page.goto(url("index.html"));
     await page.click('#t-s05 a[href="s04-s05.html"]');
@@ -432,13 +533,8 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
     ];
     for (const [name, shot, mark] of shots) {
       await page.goto(url(name));
-      if (mark !== null) {
+      if (mark !== null)
         await page.locator("#demo .mark", { hasText: mark }).scrollIntoViewIfNeeded();
-        // What scrolls into view is laid out on the next frames (content-visibility).
-        await page.evaluate(
-          () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))),
-        );
-      }
       const file = path.join(OUTPUT, shot);
       await page.screenshot({ path: file });
       expect(readFileSync(file).subarray(1, 4).toString()).toBe("PNG");
