@@ -25,6 +25,10 @@
  * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
  * rounds 151–300 is at most 10 % above the largest in rounds 1–150. A FAIL sets exit code 1.
+ *
+ * With no chapter named, last: `pnpm --silent course site --out <tmp>` as a process
+ * (SITE_RUNS runs, median ms to exit; every chapter's demo runs inside it), and the site it
+ * wrote: pages and bytes.
  */
 
 import { spawn } from "node:child_process";
@@ -743,6 +747,50 @@ function formatCaching(runs: CacheBench[]): string {
   return lines.join("\n");
 }
 
+const SITE_RUNS = 3;
+
+interface SiteBench {
+  ms: number[];
+  pages: number;
+  bytes: number;
+  largest: { name: string; bytes: number };
+}
+
+/** `pnpm course site` as a learner runs it, into a temporary folder. */
+async function benchSite(): Promise<SiteBench> {
+  const ms: number[] = [];
+  let sizes: Array<{ name: string; bytes: number }> = [];
+  for (let i = 0; i < SITE_RUNS; i++) {
+    const temp = processTemp("harness-site-");
+    const out = path.join(temp.root, "site");
+    try {
+      const run = await runProcess([...pnpmCommand(), "--silent", "course", "site", "--out", out], {
+        cwd: ROOT,
+        env: childEnv({}),
+      });
+      if (run.code !== 0) throw processFailure("pnpm course site", run, "failed");
+      ms.push(run.exitMs);
+      sizes = readdirSync(out)
+        .filter((name) => name.endsWith(".html"))
+        .map((name) => ({ name, bytes: statSync(path.join(out, name)).size }));
+    } finally {
+      rmSync(temp.root, { recursive: true, force: true });
+    }
+  }
+  const largest = sizes.reduce((a, b) => (b.bytes > a.bytes ? b : a), { name: "", bytes: 0 });
+  const bytes = sizes.reduce((sum, s) => sum + s.bytes, 0);
+  return { ms, pages: sizes.length, bytes, largest };
+}
+
+function formatSite(site: SiteBench): string {
+  const kib = (bytes: number) => `${Math.round(bytes / 1024)} KiB`;
+  return [
+    "| `pnpm course site` | median ms to exit (runs) | pages | HTML | largest page |",
+    "|---|--:|--:|--:|---|",
+    `| 17 demos + every page | ${Math.round(median(site.ms))} (${site.ms.map(Math.round).join(", ")}) | ${site.pages} | ${kib(site.bytes)} | ${site.largest.name}, ${kib(site.largest.bytes)} |`,
+  ].join("\n");
+}
+
 if (isEntry(import.meta.url)) {
   const wanted = process.argv.slice(2);
   const dirs = chapterDirs().filter(
@@ -789,5 +837,9 @@ if (isEntry(import.meta.url)) {
       );
     }
     if (failed.length > 0) process.exitCode = 1;
+  }
+  if (wanted.length === 0) {
+    process.stderr.write("bench course site ...\n");
+    process.stdout.write(`\n${formatSite(await benchSite())}\n`);
   }
 }
