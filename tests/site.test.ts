@@ -247,7 +247,13 @@ describe("course site: each demo, request by request", () => {
     expect(
       marked("s15.html", "the model changed: the fallback, or back to MODEL_ID")[0]!.body,
     ).toContain("&quot;claude-haiku-4-5&quot;");
-    // Tools no earlier demo offered are marked as the chapter's own.
+    // Tools and system sections no earlier demo sent are marked as the chapter's own.
+    expect(html("s05.html")).toMatch(
+      /<span class="mark-label">new in s05: this system section<\/span><pre class="text">Planning: /,
+    );
+    expect(html("s06.html")).not.toMatch(
+      /new in s06: this system section<\/span><pre class="text">Planning: /,
+    );
     expect(html("s10.html")).toMatch(
       /<span class="mark-label">new in s10<\/span><code>create_task<\/code>/,
     );
