@@ -487,6 +487,21 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
     await page.click('button[data-lang="en"]');
   });
 
+  it("reads without JavaScript: both READMEs, the open diff, no dead buttons", async () => {
+    const plain = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const reader = await plain.newPage();
+      await reader.goto(url("s05.html"));
+      expect(await reader.locator("#readme > div.en").isVisible()).toBe(true);
+      expect(await reader.locator("#readme > div.ja").isVisible()).toBe(true);
+      expect(await reader.locator("#diff-src-todo-ts tbody").isVisible()).toBe(true);
+      expect(await reader.locator(".lang-switch").isVisible()).toBe(false);
+      expect(await reader.locator("#diff .diff-tools").isVisible()).toBe(false);
+    } finally {
+      await plain.close();
+    }
+  });
+
   it("collapses and expands every diff file", async () => {
     await page.goto(url("s05.html"));
     const open = () => page.locator("#diff details.file[open]").count();
