@@ -32,7 +32,16 @@ import {
   listFiles,
   splitLines,
 } from "./course.ts";
-import { emptySeen, esc, MARKS, remember, renderSteps, type Seen, traceDemo } from "./site-demo.ts";
+import {
+  type DemoTrace,
+  emptySeen,
+  esc,
+  MARKS,
+  remember,
+  renderSteps,
+  type Seen,
+  traceDemo,
+} from "./site-demo.ts";
 
 const ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), "site-assets");
 /**
@@ -425,6 +434,186 @@ function lastChanged(
   return owner;
 }
 
+/** What every page of one build shares. */
+interface Build {
+  root: string;
+  infos: ChapterInfo[];
+  /** The link context for a Markdown file in `dir` (relative to the root), in `lang`. */
+  ctx: (dir: string, lang: "en" | "ja") => LinkContext;
+}
+
+const IDEA = { en: "The idea", ja: "考え方" };
+
+/** A README section's body by its heading ("" when the README has no such section). */
+function sectionBody(readme: Readme, heading: string): string {
+  return readme.sections.find((s) => s.heading === heading)?.body ?? "";
+}
+
+/** The first paragraph of "The idea": what a chapter adds, in one paragraph per language. */
+function ideaOf(build: Build, info: ChapterInfo): string {
+  const dir = `chapters/${info.chapter.folder}`;
+  return bilingual(
+    markdown(firstParagraph(sectionBody(info.en, IDEA.en)), build.ctx(dir, "en")),
+    markdown(firstParagraph(sectionBody(info.ja, IDEA.ja)), build.ctx(dir, "ja")),
+  );
+}
+
+function pairLink(before: Chapter, after: Chapter): string {
+  return `<a href="${before.id}-${after.id}.html">${t("diff", "差分")} ${before.id} → ${after.id}</a>`;
+}
+
+function indexPage(build: Build): string {
+  const topEn = readReadme(path.join(build.root, "README.md"));
+  const topJa = readReadme(path.join(build.root, "README.ja.md"));
+  const timeline = build.infos.map((info, i) => {
+    const { chapter, en } = info;
+    const before = build.infos[i - 1]?.chapter;
+    const pair = before ? ` · ${pairLink(before, chapter)}` : "";
+    return (
+      `<li class="chapter" id="t-${chapter.id}"><div class="when">${chapter.id}</div>` +
+      `<div class="what"><h3><a href="${chapter.id}.html">${esc(en.title)}</a></h3>` +
+      `${ideaOf(build, info)}<p class="meta">${statsLine(info.stats)}${pair}</p></div></li>`
+    );
+  });
+  const about = bilingual(
+    markdown(topEn.body, build.ctx("", "en")),
+    markdown(topJa.body, build.ctx("", "ja")),
+  );
+  return page(
+    topEn.title,
+    `<h1>${esc(topEn.title)}</h1>\n` +
+      section("timeline", "Chapters", "章", `<ol class="timeline">${timeline.join("\n")}</ol>`) +
+      section("about", "About the course", "このコースについて", about),
+    `<a href="index.html">${t("Course", "コース")}</a>`,
+  );
+}
+
+/** The chapter's src/ files: new and changed ones marked, the rest linked to where they last changed. */
+function fileList(build: Build, at: number, changes: readonly FileChange[]): string {
+  const info = build.infos[at]!;
+  const status = new Map(changes.map((c) => [c.path, c]));
+  const items = listFiles(info.chapter.dir)
+    .filter((rel) => rel.startsWith("src/"))
+    .map((rel) => {
+      const change = status.get(rel);
+      const lines = splitLines(readText(info.chapter.dir, rel)).length;
+      let cls = "same";
+      let note = "";
+      if (change !== undefined) {
+        cls = change.status === "added" ? "added" : "changed";
+        const what = change.status === "added" ? t("new", "新規") : t("changed", "変更");
+        note = `<a href="#${diffAnchor(rel)}">${what} <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span></a>`;
+      } else {
+        const owner = lastChanged(build.infos, at, rel);
+        if (owner && owner !== info) {
+          note = `${t("as in", "変更なし:")} <a href="${owner.chapter.id}.html#${diffAnchor(rel)}">${owner.chapter.id}</a>`;
+        }
+      }
+      return `<li class="${cls}" id="${fileAnchor(rel)}"><code>${esc(rel)}</code> <span class="lines">${lines}</span> ${note}</li>`;
+    });
+  return `<ul class="files">${items.join("\n")}</ul>`;
+}
+
+function demoSection(
+  chapter: Chapter,
+  trace: DemoTrace,
+  steps: string,
+  tally: Map<string, number>,
+) {
+  const legend = (MARKS[chapter.id] ?? []).map(
+    (m) => `<li><span class="mark-label">${esc(m.label)}</span> ${tally.get(m.label) ?? 0}×</li>`,
+  );
+  const n = trace.steps.length;
+  const intro = bilingual(
+    `<p>The build ran this chapter's offline demo (<code>pnpm --filter ${chapter.id} demo</code>) through the chapter's own code and read its session log: ${n} requests, each as the model received it and with the reply the log recorded. Parts marked in colour are what ${chapter.id} added; a card with a mark is open.</p>`,
+    `<p>サイトの生成時にこの章のオフラインデモ（<code>pnpm --filter ${chapter.id} demo</code>）を章自身のコードで実行し、そのセッションログを読み込みました。リクエストは ${n} 件で、それぞれモデルが受け取った内容と、ログに残った応答をそのまま示します。色付きの部分が ${chapter.id} で加わったもので、印のあるカードは開いた状態で表示します。</p>`,
+  );
+  const terminal = `<details class="terminal"><summary>${t("What the terminal showed", "ターミナルの表示")}</summary><pre>${esc(trace.output)}</pre></details>`;
+  return `${intro}<ul class="legend">${legend.join("")}</ul>${terminal}\n${steps}`;
+}
+
+const TOC: Array<[string, string]> = [
+  ["diagram", t("Diagram", "図")],
+  ["run", t("Run it", "動かしてみる")],
+  ["files", t("Files", "ファイル")],
+  ["demo", t("The demo, request by request", "デモのリクエスト")],
+  ["diff", t("Diff", "差分")],
+  ["readme", "README"],
+];
+
+function chapterPage(
+  build: Build,
+  at: number,
+  trace: DemoTrace,
+  demo: { html: string; tally: Map<string, number> },
+): string {
+  const info = build.infos[at]!;
+  const { chapter, en, ja } = info;
+  const prev = build.infos[at - 1]?.chapter ?? null;
+  const dir = `chapters/${chapter.folder}`;
+  const fenced = (markdownText: string) => {
+    const f = firstFence(markdownText);
+    return f === null ? "" : markdown(`\`\`\`${f.lang}\n${f.code}\`\`\``, build.ctx(dir, "en"));
+  };
+  const diagramEn = fenced(sectionBody(en, IDEA.en));
+  const diagramJa = fenced(sectionBody(ja, IDEA.ja));
+  const diagram = diagramEn === diagramJa ? diagramEn : bilingual(diagramEn, diagramJa);
+  const changes = mechanismFirst(compareChapters(prev, chapter));
+  const readme = bilingual(
+    `<article class="readme">${markdown(en.body, build.ctx(dir, "en"))}</article>`,
+    `<article class="readme">${markdown(ja.body, build.ctx(dir, "ja"))}</article>`,
+  );
+  const body = [
+    `<h1>${chapter.id}: ${esc(en.title)}</h1>`,
+    `<p class="meta">${statsLine(info.stats)}${prev ? ` · ${pairLink(prev, chapter)}` : ""}</p>`,
+    ideaOf(build, info),
+    `<nav class="toc">${TOC.map(([id, label]) => `<a href="#${id}">${label}</a>`).join(" ")}</nav>`,
+    section("diagram", "Diagram", "図", diagram),
+    section("run", "Run it", "動かしてみる", fenced(sectionBody(en, "Run it"))),
+    section("files", "src/ files", "src/ のファイル", fileList(build, at, changes)),
+    section(
+      "demo",
+      "The demo, request by request",
+      "デモをリクエストごとに",
+      demoSection(chapter, trace, demo.html, demo.tally),
+    ),
+    section(
+      "diff",
+      prev ? `Diff against ${prev.id}` : "Every file (the first chapter)",
+      prev ? `${prev.id} との差分` : "すべてのファイル（最初の章）",
+      renderDiff(prev, chapter, changes),
+    ),
+    section("readme", "README", "README", readme),
+  ].join("\n");
+  return page(`${chapter.id}: ${en.title}`, body, chapterNav(build.infos, at));
+}
+
+/** What the later chapter's README says changed, and the diff of every file. */
+function pairPage(build: Build, before: ChapterInfo, info: ChapterInfo): string {
+  const { chapter, en, ja } = info;
+  const dir = `chapters/${chapter.folder}`;
+  const heading = (lang: "en" | "ja") =>
+    lang === "en" ? `What changed from ${before.chapter.id}` : `${before.chapter.id} からの変更点`;
+  const changed = bilingual(
+    markdown(sectionBody(en, heading("en")), build.ctx(dir, "en")),
+    markdown(sectionBody(ja, heading("ja")), build.ctx(dir, "ja")),
+  );
+  const all = mechanismFirst(compareChapters(before.chapter, chapter, true));
+  const body = [
+    `<h1>${before.chapter.id} ${esc(before.en.title)} → ${chapter.id} ${esc(en.title)}</h1>`,
+    `<p class="meta">${statsLine(info.stats)} · <a href="${before.chapter.id}.html">${before.chapter.id}</a> · <a href="${chapter.id}.html">${chapter.id}</a></p>`,
+    section("changed", heading("en"), heading("ja"), changed),
+    section(
+      "diff",
+      "Every file that differs",
+      "違いのあるすべてのファイル",
+      renderDiff(before.chapter, chapter, all),
+    ),
+  ].join("\n");
+  const nav = `<a href="index.html">${t("Course", "コース")}</a> <a href="index.html#t-${chapter.id}">${t("Timeline", "年表")}</a>`;
+  return page(`${before.chapter.id} → ${chapter.id}`, body, nav);
+}
+
 export async function buildSite(options: SiteOptions): Promise<SiteReport> {
   const { root } = options;
   const out = path.resolve(options.out);
@@ -432,208 +621,54 @@ export async function buildSite(options: SiteOptions): Promise<SiteReport> {
   prepareOut(out);
   const chapters = listChapters(root);
   const stats = computeStats(root);
-  const infos: ChapterInfo[] = chapters.map((chapter, i) => ({
-    chapter,
-    en: readReadme(path.join(chapter.dir, "README.md")),
-    ja: readReadme(path.join(chapter.dir, "README.ja.md")),
-    stats: stats[i]!,
-  }));
   const images = new Map<string, string>();
-  const ctx = (dir: string, lang: "en" | "ja"): LinkContext => ({
+  const build: Build = {
     root,
-    dir,
-    lang,
-    chapters,
-    images,
-  });
-  const pages: string[] = [];
+    infos: chapters.map((chapter, i) => ({
+      chapter,
+      en: readReadme(path.join(chapter.dir, "README.md")),
+      ja: readReadme(path.join(chapter.dir, "README.ja.md")),
+      stats: stats[i]!,
+    })),
+    ctx: (dir, lang) => ({ root, dir, lang, chapters, images }),
+  };
+  const report: SiteReport = { pages: [], marks: {}, requests: {} };
   const write = (name: string, html: string) => {
     fs.writeFileSync(path.join(out, name), html);
-    pages.push(name);
+    report.pages.push(name);
   };
 
   say(`site: running ${chapters.length} demos`);
   const traces = await Promise.all(chapters.map((c) => traceDemo(c.dir)));
-  const report: SiteReport = { pages, marks: {}, requests: {} };
+  write("index.html", indexPage(build));
 
-  // Index: the top README's opening, the timeline.
-  const topEn = readReadme(path.join(root, "README.md"));
-  const topJa = readReadme(path.join(root, "README.ja.md"));
-  const timeline = infos.map((info, i) => {
-    const { chapter, en, ja } = info;
-    const idea = (r: Readme) => firstParagraph(r.sections[1]?.body ?? "");
-    const dirRel = `chapters/${chapter.folder}`;
-    const pair =
-      i > 0
-        ? ` · <a href="${infos[i - 1]!.chapter.id}-${chapter.id}.html">${t("diff", "差分")} ${infos[i - 1]!.chapter.id} → ${chapter.id}</a>`
-        : "";
-    return `<li class="chapter" id="t-${chapter.id}"><div class="when">${chapter.id}</div><div class="what"><h3><a href="${chapter.id}.html">${esc(en.title)}</a></h3>${bilingual(
-      markdown(idea(en), ctx(dirRel, "en")),
-      markdown(idea(ja), ctx(dirRel, "ja")),
-    )}<p class="meta">${statsLine(info.stats)}${pair}</p></div></li>`;
-  });
-  write(
-    "index.html",
-    page(
-      topEn.title,
-      `<h1>${esc(topEn.title)}</h1>\n` +
-        section("timeline", "Chapters", "章", `<ol class="timeline">${timeline.join("\n")}</ol>`) +
-        section(
-          "about",
-          "About the course",
-          "このコースについて",
-          bilingual(markdown(topEn.body, ctx("", "en")), markdown(topJa.body, ctx("", "ja"))),
-        ),
-      `<a href="index.html">${t("Course", "コース")}</a>`,
-    ),
-  );
-
-  // Chapter pages, in order: each knows what earlier demos already sent.
+  // Chapter pages in order: each knows what earlier chapters' demos already sent.
   say("site: chapter pages");
   const seen: Seen = emptySeen();
-  infos.forEach((info, i) => {
-    const { chapter, en, ja } = info;
-    const prev = i > 0 ? infos[i - 1]!.chapter : null;
-    const dirRel = `chapters/${chapter.folder}`;
-    const trace = traces[i]!;
-    const { html: steps, tally } = renderSteps(chapter.id, trace.steps, seen);
+  build.infos.forEach((info, at) => {
+    const trace = traces[at]!;
+    const demo = renderSteps(info.chapter.id, trace.steps, seen);
     remember(seen, trace.steps);
-    report.marks[chapter.id] = Object.fromEntries(tally);
-    report.requests[chapter.id] = trace.steps.length;
-
-    const fence = (r: Readme, index: number) => firstFence(r.sections[index]?.body ?? "");
-    const showFence = (f: { lang: string; code: string } | null) =>
-      f === null ? "" : markdown(`\`\`\`${f.lang}\n${f.code}\`\`\``, ctx(dirRel, "en"));
-    const diagramEn = fence(en, 1);
-    const diagramJa = fence(ja, 1);
-    const diagram =
-      diagramEn?.code === diagramJa?.code
-        ? showFence(diagramEn)
-        : bilingual(showFence(diagramEn), showFence(diagramJa));
-    const runAt = en.sections.findIndex((s) => s.heading === "Run it");
-    const run = showFence(fence(en, runAt));
-
-    const changes = mechanismFirst(compareChapters(prev, chapter));
-    const status = new Map(changes.map((c) => [c.path, c]));
-    const files = listFiles(chapter.dir)
-      .filter((rel) => rel.startsWith("src/"))
-      .map((rel) => {
-        const change = status.get(rel);
-        const lines = splitLines(readText(chapter.dir, rel)).length;
-        const cls = change === undefined ? "same" : change.status === "added" ? "added" : "changed";
-        const note =
-          change === undefined
-            ? (() => {
-                const owner = lastChanged(infos, i, rel);
-                return owner && owner !== info
-                  ? `${t("as in", "変更なし:")} <a href="${owner.chapter.id}.html#${diffAnchor(rel)}">${owner.chapter.id}</a>`
-                  : "";
-              })()
-            : `<a href="#${diffAnchor(rel)}">${change.status === "added" ? t("new", "新規") : t("changed", "変更")} <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span></a>`;
-        return `<li class="${cls}" id="${fileAnchor(rel)}"><code>${esc(rel)}</code> <span class="lines">${lines}</span> ${note}</li>`;
-      });
-
-    const markList = (MARKS[chapter.id] ?? []).map(
-      (m) => `<li><span class="mark-label">${esc(m.label)}</span> ${tally.get(m.label) ?? 0}×</li>`,
-    );
-    const demo =
-      `${bilingual(
-        `<p>The build ran this chapter's offline demo (<code>pnpm --filter ${chapter.id} demo</code>) through the chapter's own code and read its session log: ${trace.steps.length} requests, each as the model received it and with the reply the log recorded. Parts marked in colour are what ${chapter.id} added; a card with a mark is open.</p>`,
-        `<p>サイトの生成時にこの章のオフラインデモ（<code>pnpm --filter ${chapter.id} demo</code>）を章自身のコードで実行し、そのセッションログを読み込みました。リクエストは ${trace.steps.length} 件で、それぞれモデルが受け取った内容と、ログに残った応答をそのまま示します。色付きの部分が ${chapter.id} で加わったもので、印のあるカードは開いた状態で表示します。</p>`,
-      )}<ul class="legend">${markList.join("")}</ul>` +
-      `<details class="terminal"><summary>${t("What the terminal showed", "ターミナルの表示")}</summary><pre>${esc(trace.output)}</pre></details>\n${steps}`;
-
-    const body = [
-      `<h1>${chapter.id}: ${esc(en.title)}</h1>`,
-      `<p class="meta">${statsLine(info.stats)}${prev ? ` · <a href="${prev.id}-${chapter.id}.html">${t("diff", "差分")} ${prev.id} → ${chapter.id}</a>` : ""}</p>`,
-      bilingual(
-        markdown(firstParagraph(en.sections[1]?.body ?? ""), ctx(dirRel, "en")),
-        markdown(firstParagraph(ja.sections[1]?.body ?? ""), ctx(dirRel, "ja")),
-      ),
-      `<nav class="toc">${[
-        ["diagram", t("Diagram", "図")],
-        ["run", t("Run it", "動かしてみる")],
-        ["files", t("Files", "ファイル")],
-        ["demo", t("The demo, request by request", "デモのリクエスト")],
-        ["diff", t("Diff", "差分")],
-        ["readme", "README"],
-      ]
-        .map(([id, label]) => `<a href="#${id}">${label}</a>`)
-        .join(" ")}</nav>`,
-      section("diagram", "Diagram", "図", diagram),
-      section("run", "Run it", "動かしてみる", run),
-      section(
-        "files",
-        "src/ files",
-        "src/ のファイル",
-        `<ul class="files">${files.join("\n")}</ul>`,
-      ),
-      section("demo", "The demo, request by request", "デモをリクエストごとに", demo),
-      section(
-        "diff",
-        prev ? `Diff against ${prev.id}` : "Every file (the first chapter)",
-        prev ? `${prev.id} との差分` : "すべてのファイル（最初の章）",
-        renderDiff(prev, chapter, changes),
-      ),
-      section(
-        "readme",
-        "README",
-        "README",
-        bilingual(
-          `<article class="readme">${markdown(en.body, ctx(dirRel, "en"))}</article>`,
-          `<article class="readme">${markdown(ja.body, ctx(dirRel, "ja"))}</article>`,
-        ),
-      ),
-    ].join("\n");
-    write(`${chapter.id}.html`, page(`${chapter.id}: ${en.title}`, body, chapterNav(infos, i)));
+    report.marks[info.chapter.id] = Object.fromEntries(demo.tally);
+    report.requests[info.chapter.id] = trace.steps.length;
+    write(`${info.chapter.id}.html`, chapterPage(build, at, trace, demo));
   });
 
-  // Pair pages: what the later chapter's README says changed, and every file's diff.
   say("site: chapter pairs");
-  infos.slice(1).forEach((info, j) => {
-    const before = infos[j]!;
-    const { chapter, en, ja } = info;
-    const dirRel = `chapters/${chapter.folder}`;
-    const changedAt = (r: Readme) =>
-      r.sections.find((s, k) => k >= 2 && /s\d\d/.test(s.heading))?.body ?? "";
-    const body = [
-      `<h1>${before.chapter.id} ${esc(before.en.title)} → ${chapter.id} ${esc(en.title)}</h1>`,
-      `<p class="meta">${statsLine(info.stats)} · <a href="${before.chapter.id}.html">${before.chapter.id}</a> · <a href="${chapter.id}.html">${chapter.id}</a></p>`,
-      section(
-        "changed",
-        `What changed from ${before.chapter.id}`,
-        `${before.chapter.id} からの変更点`,
-        bilingual(
-          markdown(changedAt(en), ctx(dirRel, "en")),
-          markdown(changedAt(ja), ctx(dirRel, "ja")),
-        ),
-      ),
-      section(
-        "diff",
-        "Every file that differs",
-        "違いのあるすべてのファイル",
-        renderDiff(
-          before.chapter,
-          chapter,
-          mechanismFirst(compareChapters(before.chapter, chapter, true)),
-        ),
-      ),
-    ].join("\n");
-    const nav = `<a href="index.html">${t("Course", "コース")}</a> <a href="index.html#t-${chapter.id}">${t("Timeline", "年表")}</a>`;
-    write(
-      `${before.chapter.id}-${chapter.id}.html`,
-      page(`${before.chapter.id} → ${chapter.id}`, body, nav),
-    );
+  build.infos.slice(1).forEach((info, j) => {
+    const before = build.infos[j]!;
+    write(`${before.chapter.id}-${info.chapter.id}.html`, pairPage(build, before, info));
   });
 
-  for (const name of ["style.css", "site.js"])
+  for (const name of ["style.css", "site.js"]) {
     fs.copyFileSync(path.join(ASSETS, name), path.join(out, name));
+  }
   if (images.size > 0) {
     fs.mkdirSync(path.join(out, "img"), { recursive: true });
     for (const [source, name] of images) fs.copyFileSync(source, path.join(out, "img", name));
   }
   fs.writeFileSync(path.join(out, SITE_MARKER), `${JSON.stringify(report, null, 2)}\n`);
-  say(`site: ${pages.length} pages in ${out}`);
+  say(`site: ${report.pages.length} pages in ${out}`);
   return report;
 }
 

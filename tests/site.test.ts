@@ -131,6 +131,19 @@ describe("course site: the pages", () => {
     expect(readme).toContain('href="index.html#en-configuration"');
   });
 
+  it("gives every chapter its diagram and run commands, and every pair what changed", () => {
+    for (const [i, { id }] of CHAPTERS.entries()) {
+      const page = html(`${id}.html`);
+      expect(sectionText(page, "diagram"), id).toContain('<pre class="code">');
+      expect(sectionText(page, "run"), id).toContain(`--filter ${id} start`);
+      if (i === 0) continue;
+      const before = CHAPTERS[i - 1]!.id;
+      const changed = sectionText(html(`${before}-${id}.html`), "changed");
+      expect(changed, `${before}-${id}`).toContain(`What changed from ${before}`);
+      expect(changed.length, `${before}-${id}`).toBeGreaterThan(600);
+    }
+  });
+
   it("resolves every link and image on every page, anchors included", () => {
     const ids = new Map<string, Set<string>>();
     for (const name of report.pages) {
