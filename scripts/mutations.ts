@@ -1083,7 +1083,7 @@ export const MUTATIONS: Mutation[] = [
     search: "      text: /<reminder>Update your todos\\.<\\/reminder>/,",
     replace: "      text: /<never-sent>/,",
     description: "s05's step-through no longer marks the reminder the harness attached",
-    tests: ["site.test.ts"],
+    tests: ["demo.test.ts"],
   },
   {
     id: "site-replies-ignore-scope",
@@ -1091,7 +1091,7 @@ export const MUTATIONS: Mutation[] = [
     search: "    const queue = waiting.get(entry.scope) ?? [];",
     replace: '    const queue = waiting.get("any") ?? [];',
     description: "a reply is paired with the oldest request of any scope, not of its own",
-    tests: ["site.test.ts"],
+    tests: ["site.test.ts", "demo.test.ts"],
   },
   {
     id: "site-sections-never-new",
@@ -1099,7 +1099,7 @@ export const MUTATIONS: Mutation[] = [
     search: "!seen.sections.has(sectionHead(s.text))",
     replace: "false",
     description: "a system section no earlier demo sent is no longer marked as the chapter's",
-    tests: ["site.test.ts"],
+    tests: ["demo.test.ts"],
   },
   {
     id: "site-highlight-unbalanced",
@@ -1107,7 +1107,7 @@ export const MUTATIONS: Mutation[] = [
     search: '    const prefix = open.join("");',
     replace: '    const prefix = "";',
     description: "a highlighted line no longer reopens the spans the line before left open",
-    tests: ["site.test.ts"],
+    tests: ["site.test.ts", "demo.test.ts"],
   },
   {
     id: "site-ja-readme-link",
@@ -1116,7 +1116,7 @@ export const MUTATIONS: Mutation[] = [
       '    if (inner === "README.ja.md") return `$' + "{chapter.id}.html$" + '{anchor("ja")}`;',
     replace: "",
     description: "a link to a chapter's README.ja.md no longer opens its page in Japanese",
-    tests: ["site.test.ts"],
+    tests: ["site.test.ts", "demo.test.ts"],
   },
   {
     id: "site-raw-html",
@@ -1132,7 +1132,7 @@ export const MUTATIONS: Mutation[] = [
     search: '(change.path)}" open><summary>',
     replace: '(change.path)}"><summary>',
     description: "the diff no longer shows the new mechanism's file open",
-    tests: ["site.test.ts"],
+    tests: ["demo.test.ts"],
   },
   {
     id: "site-empties-foreign-folder",
@@ -1148,6 +1148,6 @@ export const MUTATIONS: Mutation[] = [
     search: "        setLang(button.dataset.lang);",
     replace: '        setLang("en");',
     description: "the language switch no longer changes the README's language",
-    tests: ["site.test.ts"],
+    tests: ["demo.test.ts"],
   },
 ];

@@ -51,10 +51,14 @@ export interface DemoTrace {
 export const WORKSPACE = "<workspace>";
 
 /**
- * Runs one chapter's demo in this process and reads its session logs (one per session:
- * s09's demo restarts the harness). The demo's workspace is removed afterwards.
+ * Runs one chapter's demo in this process, as `start` runs it with nothing configured, and
+ * reads its session logs (one per session: s09's demo restarts the harness). The demo's
+ * workspace is removed afterwards.
  */
-export async function traceDemo(chapterDir: string): Promise<DemoTrace> {
+export async function traceDemo(
+  chapterDir: string,
+  options: { input?: string } = {},
+): Promise<DemoTrace> {
   const entry = pathToFileURL(path.join(chapterDir, "src", "main.ts")).href;
   const { main } = (await import(entry)) as {
     main: (io: {
@@ -72,7 +76,9 @@ export async function traceDemo(chapterDir: string): Promise<DemoTrace> {
     },
   });
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1" };
-  const code = await main({ argv: [], stdin: Readable.from([]), stdout, env });
+  // Typed input is ignored: with nothing configured, `start` plays the demo's own script.
+  const stdin = Readable.from(options.input === undefined ? [] : [options.input]);
+  const code = await main({ argv: [], stdin, stdout, env });
   const workdir = /workspace is kept at (\S+)/.exec(output)?.[1];
   if (code !== 0 || workdir === undefined) {
     throw new Error(`the demo of ${path.basename(chapterDir)} exited with ${code}:\n${output}`);

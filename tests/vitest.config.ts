@@ -11,12 +11,11 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 const LONGEST = [
   "cli.test.ts",
-  "site.test.ts",
+  "demo.test.ts",
   "loop.test.ts",
   "background.test.ts",
   "teams.test.ts",
   "hooks.test.ts",
-  "demo.test.ts",
   "tools.test.ts",
   "cron.test.ts",
   "memory.test.ts",
