@@ -225,7 +225,14 @@ export interface Seen {
 
 export const emptySeen = (): Seen => ({ tools: new Set(), sections: new Set(), params: new Set() });
 
-/** A system prompt's sections (paragraphs), whether it is a string or text blocks. */
+/** A paragraph that opens a section of the prompt: "Memory: …", "Skills available:". */
+const SECTION_HEAD = /^[A-Z][^:\n]{0,45}:(\s|$)/;
+
+/**
+ * A system prompt's sections, whether it is a string or text blocks: each starts with a
+ * labelled paragraph ("Planning: …"), and paragraphs without a label belong to the section
+ * before them (a CLAUDE.md's own paragraphs, recalled records).
+ */
 export function systemSections(system: Params["system"]): Array<{ text: string; cached: boolean }> {
   const blocks =
     system === undefined
@@ -234,8 +241,12 @@ export function systemSections(system: Params["system"]): Array<{ text: string; 
         ? [{ text: system, cached: false }]
         : system.map((b) => ({ text: b.text, cached: b.cache_control != null }));
   return blocks.flatMap(({ text, cached }) => {
-    const parts = text.split(/\n\n+/).filter((p) => p.trim() !== "");
-    return parts.map((part, i) => ({ text: part, cached: cached && i === parts.length - 1 }));
+    const sections: string[] = [];
+    for (const paragraph of text.split(/\n\n+/).filter((p) => p.trim() !== "")) {
+      if (sections.length === 0 || SECTION_HEAD.test(paragraph)) sections.push(paragraph);
+      else sections[sections.length - 1] += `\n\n${paragraph}`;
+    }
+    return sections.map((part, i) => ({ text: part, cached: cached && i === sections.length - 1 }));
   });
 }
 
@@ -350,6 +361,8 @@ function showOutcome(outcome: Outcome): string {
   );
 }
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
 function summaryOf(step: Step, previous: Step | undefined): string {
   const { params, outcome } = step;
   const what =
@@ -364,7 +377,7 @@ function summaryOf(step: Step, previous: Step | undefined): string {
     previous && json(previous.params) === json(params) ? ` · same body as #${previous.n}` : "";
   return (
     `<span class="n">#${step.n}</span> <span class="scope">${esc(step.scope)}</span> · ` +
-    `${params.messages.length} messages · ${params.tools?.length ?? 0} tools${esc(retry)} → ${esc(what)}`
+    `${count(params.messages.length, "message")} · ${count(params.tools?.length ?? 0, "tool")}${esc(retry)} → ${esc(what)}`
   );
 }
 
@@ -410,7 +423,7 @@ export function renderSteps(
     if (sections.length > 0) {
       if (previous && json(previous.params.system) === json(system)) {
         parts.push(
-          `<div class="same">system: the same ${sections.length} sections as #${previous.n}</div>`,
+          `<div class="same">system: the same ${count(sections.length, "section")} as #${previous.n}</div>`,
         );
       } else {
         const shown = sections.map((s) => {
@@ -422,7 +435,7 @@ export function renderSteps(
           return s.cached && cache ? marked(cache.label, body, tally) : body;
         });
         parts.push(
-          `<details class="system"${shown.some((s) => s.includes('class="mark"')) ? " open" : ""}><summary>system: ${sections.length} sections</summary>${shown.join("")}</details>`,
+          `<details class="system"${shown.some((s) => s.includes('class="mark"')) ? " open" : ""}><summary>system: ${count(sections.length, "section")}</summary>${shown.join("")}</details>`,
         );
       }
     }
@@ -445,7 +458,7 @@ export function renderSteps(
     const kept = previous ? sameMessages(previous.params.messages, messages, messages.length) : 0;
     if (kept > 0) {
       parts.push(
-        `<div class="same">${kept} earlier ${kept === 1 ? "message" : "messages"}, as in #${previous!.n}</div>`,
+        `<div class="same">${count(kept, "earlier message")}, as in #${previous!.n}</div>`,
       );
     }
     parts.push(...messages.slice(kept).map((m) => showMessage(m, marks, tally)));

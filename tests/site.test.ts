@@ -9,7 +9,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ROOT, type Io, listChapters, main } from "../scripts/course.ts";
 import { highlightLines, markdown, serveSite } from "../scripts/site.ts";
-import { pairSteps } from "../scripts/site-demo.ts";
+import { pairSteps, sectionHead, systemSections } from "../scripts/site-demo.ts";
 import { TEST_TEMP } from "./helpers/run.ts";
 
 function captureIo(): Io & { out: string; err: string } {
@@ -150,6 +150,28 @@ describe("course site: the command and its parts", () => {
       '<span class="repo-path" title="../../nowhere.md (in the repository)">gone</span>',
     );
     expect(page).toContain("tools named mcp__&lt;server&gt;__&lt;tool&gt;");
+  });
+
+  it("splits a system prompt at its labelled paragraphs, keeping a CLAUDE.md's own together", () => {
+    const prompt = [
+      "You are a coding agent.",
+      "Planning: write your steps with todo_write.",
+      "Project instructions from CLAUDE.md:\n# Project notes",
+      "Run the tests with `npm test` before saying a change is done.",
+      "Current local time: 2026-03-02 08:59",
+    ].join("\n\n");
+    const sections = systemSections([
+      { type: "text", text: prompt, cache_control: { type: "ephemeral" } },
+    ]);
+    expect(sections.map((s) => sectionHead(s.text))).toEqual([
+      "You are a coding agent.",
+      "Planning:",
+      "Project instructions from CLAUDE.md:",
+      "Current local time:",
+    ]);
+    expect(sections[2]!.text).toContain("\n\nRun the tests with `npm test`");
+    expect(sections.map((s) => s.cached)).toEqual([false, false, false, true]);
+    expect(systemSections(undefined)).toEqual([]);
   });
 
   it("highlights each line on its own: spans open at a line's end close there", () => {
