@@ -225,8 +225,10 @@ export interface Seen {
 
 export const emptySeen = (): Seen => ({ tools: new Set(), sections: new Set(), params: new Set() });
 
+/** Where a section's label ends at the latest: "Project instructions from CLAUDE.md:". */
+const LABEL_MAX = 46;
 /** A paragraph that opens a section of the prompt: "Memory: …", "Skills available:". */
-const SECTION_HEAD = /^[A-Z][^:\n]{0,45}:(\s|$)/;
+const SECTION_HEAD = new RegExp(`^[A-Z][^:\\n]{0,${LABEL_MAX - 1}}:(\\s|$)`);
 
 /**
  * A system prompt's sections, whether it is a string or text blocks: each starts with a
@@ -254,7 +256,7 @@ export function systemSections(system: Params["system"]): Array<{ text: string; 
 export function sectionHead(text: string): string {
   const first = text.split("\n")[0] ?? "";
   const colon = first.indexOf(":");
-  return (colon > 0 && colon < 40 ? first.slice(0, colon + 1) : first.slice(0, 40)).trim();
+  return (colon > 0 && colon <= LABEL_MAX ? first.slice(0, colon + 1) : first.slice(0, 40)).trim();
 }
 
 /** Adds what a chapter's demo sent to `seen`. */
