@@ -138,7 +138,12 @@ interface Readme {
 }
 
 function readReadme(file: string): Readme {
-  const text = fs.readFileSync(file, "utf8");
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    throw new CourseError(`cannot read ${file}: every chapter needs README.md and README.ja.md`, 1);
+  }
   const lines = text.split("\n");
   const h1 = lines.findIndex((l) => l.startsWith("# "));
   const title = (lines[h1] ?? "").replace(/^# (s\d\d: )?/, "").trim();
@@ -644,7 +649,14 @@ export async function buildSite(options: SiteOptions): Promise<SiteReport> {
   let traces = options.traces;
   if (traces === undefined) {
     say(`site: running ${chapters.length} demos`);
-    traces = await Promise.all(chapters.map((c) => traceDemo(c.dir)));
+    traces = await Promise.all(
+      chapters.map((c) =>
+        traceDemo(c.dir).catch((error: unknown) => {
+          const why = error instanceof Error ? error.message : String(error);
+          throw new CourseError(`the ${c.id} demo failed, so its page cannot show it: ${why}`, 1);
+        }),
+      ),
+    );
   }
   if (traces.length !== chapters.length) {
     throw new Error(`${traces.length} demo runs for ${chapters.length} chapters`);

@@ -4,7 +4,7 @@
  * log's replies with its requests. The site itself is built from every chapter's demo run
  * in demo.test.ts, which checks it there (in headless Chromium too).
  */
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ROOT, type Io, listChapters, main } from "../scripts/course.ts";
@@ -65,6 +65,38 @@ describe("course site: the command and its parts", () => {
       `course site: ${mine} is not empty and was not made by \`course site\`; choose another --out\n`,
     );
     expect(readdirSync(mine)).toEqual(["notes.txt"]);
+  });
+
+  it("names the chapter whose demo fails, or whose README is missing", async () => {
+    const root = mkdtempSync(path.join(TEST_TEMP, "course-site-root-"));
+    const chapter = path.join(root, "chapters", "s01-loop");
+    mkdirSync(path.join(chapter, "src"), { recursive: true });
+    writeFileSync(path.join(chapter, "README.md"), "# s01: Agent Loop\n\n## The idea\n\nA loop.\n");
+    writeFileSync(
+      path.join(chapter, "src", "main.ts"),
+      'export async function main(io) {\n  io.stdout.write("no demo here\\n");\n  return 3;\n}\n',
+    );
+    const site = (args: string[]) => {
+      const io = captureIo();
+      return Promise.resolve(main(["site", "--root", root, ...args], io)).then((code) => ({
+        code,
+        io,
+      }));
+    };
+    const missing = await site(["--out", path.join(root, "site")]);
+    expect(missing.code).toBe(1);
+    expect(missing.io.err).toBe(
+      `course site: cannot read ${path.join(chapter, "README.ja.md")}: every chapter needs README.md and README.ja.md\n`,
+    );
+    writeFileSync(
+      path.join(chapter, "README.ja.md"),
+      "# s01: Agent Loop\n\n## 考え方\n\nループ。\n",
+    );
+    const failed = await site(["--out", path.join(root, "site")]);
+    expect(failed.code).toBe(1);
+    expect(failed.io.err).toMatch(
+      /^course site: the s01 demo failed, so its page cannot show it: the demo of s01-loop exited with 3:\nno demo here\n/,
+    );
   });
 
   it("checks --port before building anything", async () => {
