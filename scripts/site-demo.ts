@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { readRequests } from "shared";
+import { type Main, readRequests } from "shared";
 
 /** A request as the session log rebuilds it (the SDK's MessageCreateParams). */
 type Params = ReturnType<typeof readRequests>[number]["params"];
@@ -48,7 +48,7 @@ export interface DemoTrace {
 }
 
 /** The demo's temporary folder, written as this in everything the site shows. */
-export const WORKSPACE = "<workspace>";
+const WORKSPACE = "<workspace>";
 
 /**
  * Runs one chapter's demo in this process, as `start` runs it with nothing configured, and
@@ -60,14 +60,7 @@ export async function traceDemo(
   options: { input?: string } = {},
 ): Promise<DemoTrace> {
   const entry = pathToFileURL(path.join(chapterDir, "src", "main.ts")).href;
-  const { main } = (await import(entry)) as {
-    main: (io: {
-      argv: string[];
-      stdin: Readable;
-      stdout: Writable;
-      env: Record<string, string | undefined>;
-    }) => Promise<number>;
-  };
+  const { main } = (await import(entry)) as { main: Main };
   let output = "";
   const stdout = new Writable({
     write(chunk: Buffer | string, _encoding, done) {
@@ -341,9 +334,10 @@ function showMessage(message: MessageParam, marks: readonly Mark[], tally: Tally
   return `<div class="message ${esc(message.role)}"><div class="role">${esc(message.role)}</div>${blocks}</div>`;
 }
 
-function sameMessages(a: readonly unknown[], b: readonly unknown[], upTo: number): number {
+/** How many messages `b` begins with that `a` has in the same places. */
+function sameMessages(a: readonly unknown[], b: readonly unknown[]): number {
   let n = 0;
-  while (n < upTo && n < a.length && n < b.length && json(a[n]) === json(b[n])) n++;
+  while (n < a.length && n < b.length && json(a[n]) === json(b[n])) n++;
   return n;
 }
 
@@ -365,7 +359,7 @@ function showOutcome(outcome: Outcome): string {
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
-function summaryOf(step: Step, previous: Step | undefined): string {
+function summaryOf(step: Step, previous: Step | undefined, retry: boolean): string {
   const { params, outcome } = step;
   const what =
     outcome === null
@@ -375,11 +369,10 @@ function summaryOf(step: Step, previous: Step | undefined): string {
         : outcome.message.content
             .map((b) => (b.type === "tool_use" ? String(b.name) : b.type))
             .join(", ");
-  const retry =
-    previous && json(previous.params) === json(params) ? ` · same body as #${previous.n}` : "";
+  const again = retry && previous ? ` · same body as #${previous.n}` : "";
   return (
     `<span class="n">#${step.n}</span> <span class="scope">${esc(step.scope)}</span> · ` +
-    `${count(params.messages.length, "message")} · ${count(params.tools?.length ?? 0, "tool")}${esc(retry)} → ${esc(what)}`
+    `${count(params.messages.length, "message")} · ${count(params.tools?.length ?? 0, "tool")}${esc(again)} → ${esc(what)}`
   );
 }
 
@@ -402,10 +395,9 @@ export function renderSteps(
 
     const scopeMark = marks.find((m) => m.scope?.test(step.scope));
     if (scopeMark) parts.push(marked(scopeMark.label, "", tally));
+    const retry = previous !== undefined && json(previous.params) === json(params);
     const retryMark = marks.find((m) => m.retry);
-    if (retryMark && previous && json(previous.params) === json(params)) {
-      parts.push(marked(retryMark.label, "", tally));
-    }
+    if (retryMark && retry) parts.push(marked(retryMark.label, "", tally));
 
     const { system, tools, messages, ...rest } = params;
     const rows = Object.entries(rest).map(([key, value]) => {
@@ -428,12 +420,12 @@ export function renderSteps(
           `<div class="same">system: the same ${count(sections.length, "section")} as #${previous.n}</div>`,
         );
       } else {
+        const cache = marks.find((m) => m.block === "cache_control");
         const shown = sections.map((s) => {
           let body = showText(s.text, marks, tally);
           if (!body.startsWith('<div class="mark">') && !seen.sections.has(sectionHead(s.text))) {
             body = marked(`new in ${chapterId}: this system section`, body, tally);
           }
-          const cache = marks.find((m) => m.block === "cache_control");
           return s.cached && cache ? marked(cache.label, body, tally) : body;
         });
         parts.push(
@@ -457,7 +449,7 @@ export function renderSteps(
       }
     }
 
-    const kept = previous ? sameMessages(previous.params.messages, messages, messages.length) : 0;
+    const kept = previous ? sameMessages(previous.params.messages, messages) : 0;
     if (kept > 0) {
       parts.push(
         `<div class="same">${count(kept, "earlier message")}, as in #${previous!.n}</div>`,
@@ -472,7 +464,7 @@ export function renderSteps(
         ? `<h4 class="session">Session ${step.session + 1}: the harness started again</h4>\n`
         : "";
     session = step.session;
-    return `${head}<details class="${hasMark ? "step has-mark" : "step"}" id="step-${step.n}"${hasMark ? " open" : ""}><summary>${summaryOf(step, previous)}</summary>${parts.join("")}</details>`;
+    return `${head}<details class="${hasMark ? "step has-mark" : "step"}" id="step-${step.n}"${hasMark ? " open" : ""}><summary>${summaryOf(step, previous, retry)}</summary>${parts.join("")}</details>`;
   });
   return { html: cards.join("\n"), tally };
 }

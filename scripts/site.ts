@@ -6,15 +6,6 @@
  * a page per chapter pair. Pages read without JavaScript; site.js only adds the language
  * switch and the diff toggles.
  */
-
-/**
- * `pnpm course site`: the course as a static site, generated from the repository itself so it
- * cannot drift from the code. An index with the chapter timeline; a page per chapter with
- * its diagram, how to run it, its src/ files, a step-through of its real demo, the
- * side-by-side diff against the previous chapter and its README in English and Japanese;
- * a page per chapter pair. Pages read without JavaScript; site.js only adds the language
- * switch and the diff toggles.
- */
 import fs, { createReadStream, existsSync, readdirSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -84,7 +75,7 @@ const LANGUAGES: Record<string, string> = {
   javascript: "javascript",
 };
 
-export function languageOf(file: string): string | undefined {
+function languageOf(file: string): string | undefined {
   const ext = file.includes(".") ? file.slice(file.lastIndexOf(".") + 1) : file;
   return LANGUAGES[ext.toLowerCase()];
 }
@@ -178,7 +169,7 @@ function firstParagraph(markdown: string): string {
 }
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
-export function slug(text: string): string {
+function slug(text: string): string {
   return text
     .toLowerCase()
     .trim()
@@ -213,7 +204,7 @@ function siteHref(href: string, ctx: LinkContext): string | null {
     if (inner === "" || inner === "README.md") return `${chapter.id}.html${anchor("en")}`;
     if (inner === "README.ja.md") return `${chapter.id}.html${anchor("ja")}`;
     if (existsSync(path.join(chapter.dir, inner)) && !inner.endsWith("/")) {
-      return `${chapter.id}.html#file-${slug(inner.replace(/[/.]/g, "-"))}`;
+      return `${chapter.id}.html#${fileAnchor(inner)}`;
     }
   }
   return null;
@@ -728,8 +719,14 @@ export function serveSite(
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const base = path.resolve(dir);
   const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const rel = decodeURIComponent(url.pathname).replace(/\/$/, "/index.html");
+    let rel: string;
+    try {
+      rel = decodeURIComponent(new URL(req.url ?? "/", "http://localhost").pathname);
+    } catch {
+      res.writeHead(400, { "content-type": "text/plain" }).end("bad request path\n");
+      return;
+    }
+    rel = rel.replace(/\/$/, "/index.html");
     const file = path.join(base, path.normalize(rel));
     if (!file.startsWith(base + path.sep) || !existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");

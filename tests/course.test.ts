@@ -92,7 +92,7 @@ function read(root: string, rel: string): string {
 function run(args: string[], color = false): { code: number; out: string; err: string } {
   let out = "";
   let err = "";
-  // Every command but `site` answers synchronously; site.test.ts runs that one.
+  // Every command but `site` answers synchronously; site.test.ts and demo.test.ts run that one.
   const code = main(args, {
     write: (text) => {
       out += text;

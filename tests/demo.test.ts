@@ -6,7 +6,7 @@
  * demo's session log, and checked: its HTML, then in a real headless Chromium driven by
  * playwright-core. Without a browser those tests are skipped, and the run says so and why.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Browser, Page } from "playwright-core";
@@ -15,7 +15,7 @@ import { compareChapters, computeStats, DEFAULT_ROOT, listChapters } from "../sc
 import { buildSite, type SiteReport } from "../scripts/site.ts";
 import { type DemoTrace, esc, MARKS, traceDemo } from "../scripts/site-demo.ts";
 import { CHAPTERS, type Chapter, chapterDir, chaptersFrom } from "./chapters.ts";
-import { TEST_TEMP } from "./helpers/run.ts";
+import { tempWorkspace } from "./helpers/run.ts";
 
 /** Each chapter's demo runs once; its test and the site both read the run. */
 const runs = new Map<string, Promise<DemoTrace>>();
@@ -233,7 +233,7 @@ describe.concurrent.each(chaptersFrom("s01"))("$id offline demo", (chapter) => {
 // The course site, built from these runs
 
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), "output");
-const out = mkdtempSync(path.join(TEST_TEMP, "course-site-"));
+const out = tempWorkspace("site");
 let report: SiteReport;
 const html = (name: string) => readFileSync(path.join(out, name), "utf8");
 let built: Promise<SiteReport> | undefined;

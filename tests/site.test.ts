@@ -4,13 +4,13 @@
  * log's replies with its requests. The site itself is built from every chapter's demo run
  * in demo.test.ts, which checks it there (in headless Chromium too).
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ROOT, type Io, listChapters, main } from "../scripts/course.ts";
 import { highlightLines, markdown, serveSite } from "../scripts/site.ts";
 import { pairSteps, sectionHead, systemSections } from "../scripts/site-demo.ts";
-import { TEST_TEMP } from "./helpers/run.ts";
+import { tempWorkspace } from "./helpers/run.ts";
 
 function captureIo(): Io & { out: string; err: string } {
   const io = {
@@ -57,7 +57,7 @@ describe("course site: the command and its parts", () => {
   });
 
   it("refuses a folder it did not make, and leaves it as it was", async () => {
-    const mine = mkdtempSync(path.join(TEST_TEMP, "course-site-mine-"));
+    const mine = tempWorkspace("site-mine");
     writeFileSync(path.join(mine, "notes.txt"), "keep me");
     const io = captureIo();
     expect(await main(["site", "--out", mine], io)).toBe(1);
@@ -68,7 +68,7 @@ describe("course site: the command and its parts", () => {
   });
 
   it("names the chapter whose demo fails, or whose README is missing", async () => {
-    const root = mkdtempSync(path.join(TEST_TEMP, "course-site-root-"));
+    const root = tempWorkspace("site-root");
     const chapter = path.join(root, "chapters", "s01-loop");
     mkdirSync(path.join(chapter, "src"), { recursive: true });
     writeFileSync(path.join(chapter, "README.md"), "# s01: Agent Loop\n\n## The idea\n\nA loop.\n");
@@ -100,7 +100,7 @@ describe("course site: the command and its parts", () => {
   });
 
   it("checks --port before building anything", async () => {
-    const out = mkdtempSync(path.join(TEST_TEMP, "course-site-port-"));
+    const out = tempWorkspace("site-port");
     for (const [args, message] of [
       [["--serve", "--port", "http"], '--port must be a number from 1 to 65535 (got "http")'],
       [["--serve", "--port", "70000"], '--port must be a number from 1 to 65535 (got "70000")'],
@@ -114,7 +114,7 @@ describe("course site: the command and its parts", () => {
   });
 
   it("says a busy port is busy, before building anything", async () => {
-    const out = mkdtempSync(path.join(TEST_TEMP, "course-site-busy-"));
+    const out = tempWorkspace("site-busy");
     const busy = await serveSite(out, 0);
     try {
       const port = new URL(busy.url).port;
@@ -132,7 +132,7 @@ describe("course site: the command and its parts", () => {
   });
 
   it("serves the folder on 127.0.0.1 and nothing outside it", async () => {
-    const out = mkdtempSync(path.join(TEST_TEMP, "course-site-serve-"));
+    const out = tempWorkspace("site-serve");
     writeFileSync(path.join(out, "index.html"), "<!doctype html><title>index</title>\n");
     writeFileSync(path.join(out, "s05.html"), "<!doctype html><title>s05</title>\n");
     const server = await serveSite(out, 0);
@@ -144,6 +144,9 @@ describe("course site: the command and its parts", () => {
       expect((await fetch(`${server.url}s05.html`)).status).toBe(200);
       expect((await fetch(`${server.url}..%2F..%2Fpackage.json`)).status).toBe(404);
       expect((await fetch(`${server.url}nothing.html`)).status).toBe(404);
+      // A path that does not decode is refused, and the server goes on serving.
+      expect((await fetch(`${server.url}%E0%A4%A`)).status).toBe(400);
+      expect((await fetch(`${server.url}s05.html`)).status).toBe(200);
     } finally {
       await server.close();
     }
