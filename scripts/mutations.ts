@@ -37,10 +37,10 @@ const S16 = "chapters/s16-workflow/src";
 const S17 = "chapters/s17-goal/src";
 
 export const MUTATIONS: Mutation[] = [
-  // ---------------------------------------------------------------- s09 loop.ts (the seams)
+  // ---------------------------------------------------------------- s09 contract.ts (the seams)
   {
     id: "s09-loop-afterresults-first-only",
-    file: `${S09}/loop.ts`,
+    file: `${S09}/contract.ts`,
     search: "return extras.flatMap((seams) => seams.afterResults(results, response, run));",
     replace:
       "return extras.slice(0, 1).flatMap((seams) => seams.afterResults(results, response, run));",
@@ -49,7 +49,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s09-loop-onstop-asks-all",
-    file: `${S09}/loop.ts`,
+    file: `${S09}/contract.ts`,
     search:
       "      for (const seams of stops) {\n" +
       "        const answer = await seams.onStop(messages, response, run);\n" +
@@ -68,7 +68,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s09-loop-around-reversed",
-    file: `${S09}/loop.ts`,
+    file: `${S09}/contract.ts`,
     search: "const chain = around.reduceRight<() => Promise<Message>>(",
     replace: "const chain = around.reduce<() => Promise<Message>>(",
     description: "aroundModelCall wrappers nest in reverse order (the last one outermost)",

@@ -15,10 +15,10 @@ import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
 import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Turn } from "../chapters/s12-cron/src/contract.ts";
 import type * as CronModule from "../chapters/s12-cron/src/cron.ts";
 import type * as ParseModule from "../chapters/s12-cron/src/cron-parse.ts";
 import type * as StoreModule from "../chapters/s12-cron/src/cron-store.ts";
-import type { Turn } from "../chapters/s12-cron/src/repl.ts";
 import {
   attemptsPerCall,
   BASE_TOOLS,

@@ -28,8 +28,8 @@ import {
   toolUse,
 } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as LoopModule from "../chapters/s09-memory/src/contract.ts";
 import type * as InstructionsModule from "../chapters/s09-memory/src/instructions.ts";
-import type * as LoopModule from "../chapters/s09-memory/src/loop.ts";
 import type * as MemoryModule from "../chapters/s09-memory/src/memory.ts";
 import type * as ExtractModule from "../chapters/s09-memory/src/memory-extract.ts";
 import type * as StoreModule from "../chapters/s09-memory/src/memory-store.ts";
@@ -210,7 +210,7 @@ describe.each(carried(chaptersFrom("s09"), MODULE_CHAPTERS, MEMORY))("$id memory
     learn = await importChapter<typeof ExtractModule>(chapter, "memory-extract.ts");
     store_ = await importChapter<typeof StoreModule>(chapter, "memory-store.ts");
     instructions = await importChapter<typeof InstructionsModule>(chapter, "instructions.ts");
-    loop = await importChapter<typeof LoopModule>(chapter, "loop.ts");
+    loop = await importChapter<typeof LoopModule>(chapter, "contract.ts");
   });
 
   /** A Memory over a fresh workspace (holding `files`) with a fake model and a notice sink. */

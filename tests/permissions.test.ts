@@ -17,7 +17,7 @@ import { PassThrough } from "node:stream";
 import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import type * as LoopModule from "../chapters/s03-permissions/src/loop.ts";
+import type * as LoopModule from "../chapters/s03-permissions/src/contract.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
 import { carried, casesFor, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";

@@ -30,6 +30,7 @@ import {
 } from "shared/testing";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s01-loop/src/bash.ts";
+import type * as ContractModule from "../chapters/s01-loop/src/contract.ts";
 import type * as HarnessModule from "../chapters/s01-loop/src/harness.ts";
 import type * as LoopModule from "../chapters/s01-loop/src/loop.ts";
 import type * as PromptModule from "../chapters/s01-loop/src/prompt.ts";
@@ -38,12 +39,13 @@ import { chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import { afterTools, Capture, lastToolResults, tempWorkspace } from "./helpers/run.ts";
 
 type MessageParam = Anthropic.MessageParam;
-type Seams = LoopModule.LoopSeams;
+type Seams = ContractModule.LoopSeams;
 
 describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts", "harness.ts"]))(
   "$id loop seams",
   (chapter) => {
     let loop: typeof LoopModule;
+    let contract: typeof ContractModule;
     let bash: typeof BashModule;
     let prompt: typeof PromptModule;
     let repl: typeof ReplModule;
@@ -52,6 +54,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
 
     beforeAll(async () => {
       loop = await importChapter<typeof LoopModule>(chapter, "loop.ts");
+      contract = await importChapter<typeof ContractModule>(chapter, "contract.ts");
       bash = await importChapter<typeof BashModule>(chapter, "bash.ts");
       prompt = await importChapter<typeof PromptModule>(chapter, "prompt.ts");
       repl = await importChapter<typeof ReplModule>(chapter, "repl.ts");
@@ -252,8 +255,8 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
     });
 
     it("every seam gets the run's context: scope, role, signal, request, system and tools", async () => {
-      const contexts: LoopModule.RunContext[] = [];
-      const record = (run: LoopModule.RunContext) => {
+      const contexts: ContractModule.RunContext[] = [];
+      const record = (run: ContractModule.RunContext) => {
         contexts.push(run);
       };
       await setup(oneRound, [
@@ -293,9 +296,9 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
 
     it("tags what it appends, and mechanisms can tag their own messages", () => {
       const message: MessageParam = { role: "user", content: "[summary]" };
-      expect(loop.originOf(message)).toBeUndefined();
-      expect(loop.tagOrigin(message, "compaction")).toBe(message);
-      expect(loop.originOf(message)).toBe("compaction");
+      expect(contract.originOf(message)).toBeUndefined();
+      expect(contract.tagOrigin(message, "compaction")).toBe(message);
+      expect(contract.originOf(message)).toBe("compaction");
     });
 
     it("a throwing seam becomes an is_error result, never an exception", async () => {
@@ -354,10 +357,13 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
       });
       const mechanisms = [
         { name: "a", tools: () => [tool("one"), tool("two")] },
-        { name: "b", tools: (role: LoopModule.Role) => (role === "main" ? [tool("three")] : []) },
+        {
+          name: "b",
+          tools: (role: ContractModule.Role) => (role === "main" ? [tool("three")] : []),
+        },
         {
           name: "c",
-          extendTool: (t: ToolDefinition, role: LoopModule.Role) =>
+          extendTool: (t: ToolDefinition, role: ContractModule.Role) =>
             t.name === "one" && role === "main" ? { ...t, description: `${t.description}+c` } : t,
         },
         {
@@ -366,13 +372,13 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
             t.name === "one" ? { ...t, description: `${t.description}+d` } : t,
         },
       ];
-      const main = harness.gatherTools(mechanisms, "main");
+      const main = contract.gatherTools(mechanisms, "main");
       expect(main.map((t) => `${t.name}:${t.description}`)).toEqual([
         "one:one+c+d",
         "two:two",
         "three:three",
       ]);
-      const sub = harness.gatherTools(mechanisms, "subagent");
+      const sub = contract.gatherTools(mechanisms, "subagent");
       expect(sub.map((t) => `${t.name}:${t.description}`)).toEqual(["one:one+d", "two:two"]);
     });
 
@@ -399,7 +405,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
         { name: "b", extendCommand: wrap("release") },
         { name: "c", extendCommand: wrap("audit") },
       ];
-      const commands = harness.commandsOf(mechanisms as never);
+      const commands = contract.commandsOf(mechanisms as never);
       expect([...commands.keys()]).toEqual(["tasks", "other"]);
       expect(commands.get("tasks")!.description).toBe("tasks+release+audit");
       expect(commands.get("other")!.description).toBe("other");
@@ -407,7 +413,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
       for (const args of ["release", "audit", ""]) await commands.get("tasks")!.run(args, context);
       expect(said).toEqual(["release:release", "audit:audit", "tasks:"]);
       expect(() =>
-        harness.commandsOf([
+        contract.commandsOf([
           { name: "a", commands: { x: command("x") } },
           { name: "b", commands: { x: command("y") } },
         ]),
@@ -491,7 +497,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
         { name: "a", sections: () => [{ id: "a", text: "A", dynamic: true }] },
         {
           name: "b",
-          sections: (role: LoopModule.Role) =>
+          sections: (role: ContractModule.Role) =>
             role === "main" ? [{ id: "b", text: "B" }] : [{ id: "b-sub", text: "b" }],
         },
         { name: "c" },
@@ -510,7 +516,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
           response: { content: [{ type: "text", text }], stop_reason: "end_turn" },
           turns: 1,
           stopped: "done",
-        }) as unknown as LoopModule.LoopResult;
+        }) as unknown as ContractModule.LoopResult;
 
       /** The real REPL over a piped stdin (ended after `input`, or left open when null). */
       function repl_(input: string | null, options: Partial<ReplModule.ReplOptions>) {
@@ -519,7 +525,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
         const printer = createPrinter(output, false);
         const reader = new LineReader({ input: stdin, output, printer });
         const history: MessageParam[] = [];
-        const turns: ReplModule.Turn[] = [];
+        const turns: ContractModule.Turn[] = [];
         if (input !== null) stdin.end(input);
         const done = repl.runRepl({
           prompt: "> ",
@@ -603,7 +609,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
       it("the input message is tagged as the turn's input", async () => {
         const { done, history } = repl_("hello\n", {});
         await done;
-        expect(loop.originOf(history[0]!)).toBe("input");
+        expect(contract.originOf(history[0]!)).toBe("input");
       });
 
       it("hands an event to the source that registered its kind, which turns it into a turn", async () => {
@@ -642,7 +648,7 @@ describe.each(moduleVersions("s01", ["loop.ts", "bash.ts", "prompt.ts", "repl.ts
       });
 
       it("a slash command can start a turn, and gets the last request and the history", async () => {
-        const seen: ReplModule.CommandContext[] = [];
+        const seen: ContractModule.CommandContext[] = [];
         const { done, turns } = repl_("first\n/again twice\n/unknown\n", {
           commands: new Map([
             [

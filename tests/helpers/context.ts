@@ -1,5 +1,5 @@
 import type { ToolMap } from "shared";
-import type { RunContext } from "../../chapters/s01-loop/src/loop.ts";
+import type { RunContext } from "../../chapters/s01-loop/src/contract.ts";
 
 /**
  * A loop run's context as the seams and tools receive it, for tests that call a seam or a

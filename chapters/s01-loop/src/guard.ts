@@ -4,8 +4,7 @@
  * walks past it). s03 replaces this file with the permission pipeline.
  */
 import type { ToolOutput } from "shared";
-import type { RunContext, ToolCall } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import type { Mechanism, RunContext, ToolCall } from "./contract.ts";
 
 export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];
 /** A redirection into /dev/, except the harmless sinks, so `2>/dev/null` still runs. */

@@ -7,8 +7,7 @@
  * which asks instead.
  */
 import type { ToolOutput } from "shared";
-import type { RunContext, ToolCall } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import type { Mechanism, RunContext, ToolCall } from "./contract.ts";
 import { isInside, resolveInWorkspace } from "./paths.ts";
 
 export const BLOCK_LIST = ["rm -rf /", "sudo", "shutdown", "reboot"];

@@ -22,8 +22,8 @@ import {
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
+import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { Mechanism } from "./mechanism.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
 
 /** The glob matcher, loaded on the first `glob` call. */

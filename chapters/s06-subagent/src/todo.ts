@@ -15,9 +15,8 @@ import {
   type SessionLog,
   type ToolDefinition,
 } from "shared";
+import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { LoopSeams } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 export const MAX_TODOS = 20;
 /** Tool rounds without a todo_write before the reminder is attached. */

@@ -21,7 +21,7 @@ import {
   positiveIntVar,
   writeFileAtomic,
 } from "shared";
-import { tagOrigin } from "./loop.ts";
+import { tagOrigin } from "./contract.ts";
 
 type MessageParam = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;

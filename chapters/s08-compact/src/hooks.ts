@@ -21,10 +21,8 @@ import {
   parseCommandHooks,
   runCommandHook,
 } from "./command-hooks.ts";
+import type { LoopSeams, Mechanism, RunContext, ToolCall, TurnInput } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { LoopSeams, RunContext, ToolCall } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
-import type { TurnInput } from "./repl.ts";
 import { loadSettings } from "./settings.ts";
 
 /** Forced continuations a Stop hook may cause in one loop run. */

@@ -4,8 +4,7 @@
  * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
  * cacheable. Each mechanism file owns its section; this file only puts them in order.
  */
-import type { Role } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import type { Mechanism, Role } from "./contract.ts";
 
 export interface PromptSection {
   id: string;

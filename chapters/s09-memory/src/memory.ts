@@ -20,14 +20,13 @@
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { EventSink, ModelClient, SessionLog } from "shared";
+import type { Mechanism, Origin } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import {
   type ProjectInstructions,
   projectSection,
   readProjectInstructions,
 } from "./instructions.ts";
-import type { Origin } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 import {
   consolidateMemories,
   extractJsonArray,

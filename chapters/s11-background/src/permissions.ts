@@ -26,9 +26,8 @@ import {
   type ToolOutput,
   type ToolTarget,
 } from "shared";
+import type { Mechanism, RunContext, ToolCall } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { RunContext, ToolCall } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
 import { loadSettings, type SettingsFile } from "./settings.ts";
 import { commandWord, parseCommand, type Segment } from "./shell-parse.ts";

@@ -26,58 +26,20 @@ import {
   type SessionLog,
   type UsageMeter,
 } from "shared";
-import { type LoopResult, type TurnKind, tagOrigin, textOf } from "./loop.ts";
+import {
+  type EventSource,
+  type LoopResult,
+  type SlashCommand,
+  type Turn,
+  type TurnHooks,
+  type TurnInput,
+  tagOrigin,
+} from "./contract.ts";
+import { textOf } from "./loop.ts";
 
 export const QUIT_WORDS = new Set(["q", "quit", "exit"]);
 
 type MessageParam = Anthropic.MessageParam;
-
-/** What starts a turn: its kind, its active request and its first user message's content. */
-export interface TurnInput {
-  kind: TurnKind;
-  /** What compaction restates and memory recalls for: the typed line, the scheduled text … */
-  request: string;
-  content: string | Anthropic.ContentBlockParam[];
-}
-
-/** A turn in progress: its input, the history (already holding the input) and its signal. */
-export interface Turn extends TurnInput {
-  history: MessageParam[];
-  signal: AbortSignal;
-}
-
-/** The turn lifecycle seams. Several mechanisms' hooks run in list order. */
-export interface TurnHooks {
-  /** User turns only: the input to run (rewritten or not), or null to drop the line. */
-  prepare?(input: TurnInput): Promise<TurnInput | null>;
-  beforeTurn?(turn: Turn): Promise<void>;
-  /** After the answer was printed; not after an error or an interrupt. */
-  afterTurn?(turn: Turn, result: LoopResult): Promise<void>;
-}
-
-/** What a slash command may use. */
-export interface CommandContext {
-  history: MessageParam[];
-  /** The active request of the last turn ("" before the first). */
-  request: string;
-  signal: AbortSignal;
-}
-
-export interface SlashCommand {
-  description: string;
-  /** May return a turn to run next (a command that starts work). */
-  run(args: string, context: CommandContext): Promise<TurnInput | undefined>;
-}
-
-/** A source of REPL events other than typed lines (timers, inboxes, finished jobs). */
-export interface EventSource {
-  /** The event kind this source pushes and handles. */
-  kind: string;
-  /** Called once when the REPL starts; `push` queues an event of this kind. */
-  start?(push: (text: string) => void): void;
-  /** A dequeued event of this kind: the turn to run, or null when there is nothing to do. */
-  turn(text: string): Promise<TurnInput | null>;
-}
 
 export interface ReplOptions {
   /** The prompt, e.g. `s01 >> `. */

@@ -26,8 +26,8 @@ import {
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
+import type { BannerLine, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { BannerLine, Mechanism } from "./mechanism.ts";
 import { STATUSES, TASK_ID, type Task, type TaskStatus, TaskStore } from "./tasks-store.ts";
 
 /** The main agent's name as an owner, in every process (s13's lead too). */

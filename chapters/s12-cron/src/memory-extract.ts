@@ -11,7 +11,7 @@
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { harnessPath, readJsonState, writeFileAtomic } from "shared";
-import { type Origin, originOf } from "./loop.ts";
+import { type Origin, originOf } from "./contract.ts";
 import {
   collapse,
   isFile,

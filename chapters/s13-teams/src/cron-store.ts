@@ -31,8 +31,8 @@ import {
   type ToolOutput,
   writeFileAtomic,
 } from "shared";
+import type { BannerLine } from "./contract.ts";
 import { cronError, cronMatches, tidyCron } from "./cron-parse.ts";
-import type { BannerLine } from "./mechanism.ts";
 
 /** The file as messages name it, relative to the workspace. */
 export const CRON_FILE = `${HARNESS_DIR}/cron.json`;

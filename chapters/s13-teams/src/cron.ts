@@ -34,6 +34,7 @@ import {
   type Tone,
   type ToolDefinition,
 } from "shared";
+import type { EventSource, LoopSeams, Mechanism, Turn, TurnInput } from "./contract.ts";
 import {
   type CronJob,
   CronScheduler,
@@ -43,10 +44,7 @@ import {
   type ScheduleInput,
 } from "./cron-store.ts";
 import type { Harness } from "./harness.ts";
-import type { LoopSeams } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 import type { PromptSection } from "./prompt.ts";
-import type { EventSource, Turn, TurnInput } from "./repl.ts";
 
 /** How often the tick looks at the clock. */
 export const TICK_MS = 1_000;

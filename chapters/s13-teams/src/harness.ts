@@ -1,6 +1,6 @@
 /**
  * The harness: configuration, the shared services every mechanism may use, and the session
- * that joins an ordered list of mechanisms (mechanism.ts) into one REPL.
+ * that joins an ordered list of mechanisms (contract.ts) into one REPL.
  *
  *   main.ts ──> runHarness(io, chapter, list)
  *                 config (a bad value ends here with status 1)
@@ -36,10 +36,10 @@ import {
   transcriptSink,
   UsageMeter,
 } from "shared";
-import { agentLoop, type LoopSeams, type Role } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import { commandsOf, gatherTools, type LoopSeams, type Mechanism, type Role } from "./contract.ts";
+import { agentLoop } from "./loop.ts";
 import { systemPrompt } from "./prompt.ts";
-import { runRepl, type SlashCommand } from "./repl.ts";
+import { runRepl } from "./repl.ts";
 
 export interface Chapter {
   id: string;
@@ -240,37 +240,4 @@ function showBanner(harness: Harness, mechanisms: Mechanism[]): void {
   }
   printer.line("Type a request and press Enter. Type q (or quit, exit) to leave.");
   printer.line();
-}
-
-/**
- * Every mechanism's slash commands, then each mechanism's `extendCommand` applied to all of
- * them in list order; two with one name is a mistake in main.ts.
- */
-export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
-  const commands = new Map<string, SlashCommand>();
-  for (const mechanism of mechanisms) {
-    for (const [name, command] of Object.entries(mechanism.commands ?? {})) {
-      if (commands.has(name)) throw new Error(`two mechanisms define /${name}`);
-      commands.set(name, command);
-    }
-  }
-  for (const mechanism of mechanisms) {
-    const extend = mechanism.extendCommand?.bind(mechanism);
-    if (!extend) continue;
-    for (const [name, command] of commands) commands.set(name, extend(name, command));
-  }
-  return commands;
-}
-
-/**
- * The tools of an agent of `role`: every mechanism's, in list order, then each mechanism's
- * `extendTool` applied to all of them, also in list order.
- */
-export function gatherTools(mechanisms: Mechanism[], role: Role): ToolDefinition[] {
-  let tools = mechanisms.flatMap((mechanism) => mechanism.tools?.(role) ?? []);
-  for (const mechanism of mechanisms) {
-    const extend = mechanism.extendTool?.bind(mechanism);
-    if (extend) tools = tools.map((tool) => extend(tool, role));
-  }
-  return tools;
 }

@@ -22,9 +22,9 @@ import {
   type ToolOutput,
   toolSpecs,
 } from "shared";
+import type { Mechanism } from "./contract.ts";
 import type { AgentSetup, Harness } from "./harness.ts";
 import { agentLoop, textOf } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 /** Model calls one child may make (Stop-forced rounds count too). */
 export const MAX_SUB_TURNS = 30;

@@ -29,8 +29,8 @@ import {
   type UsageMeter,
   type UsageNumbers,
 } from "shared";
+import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { Mechanism } from "./mechanism.ts";
 import { stableLength } from "./prompt.ts";
 
 type MessageParam = Anthropic.MessageParam;

@@ -22,9 +22,9 @@
  *   a reply not cut off ──> the next call is back at 8 000
  */
 import { type CallFailure, callFailure, type ModelClient, type Printer } from "shared";
+import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { type LoopSeams, MAX_TOKENS } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import { MAX_TOKENS } from "./loop.ts";
 
 /** Retries after the first attempt: 4 attempts, so three 529s with a fallback still succeed. */
 export const MAX_RETRIES = 3;

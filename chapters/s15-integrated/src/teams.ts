@@ -33,13 +33,12 @@ import {
   type ToolOutput,
   type UsageMeter,
 } from "shared";
+import type { LoopSeams, Mechanism, RunContext, SlashCommand } from "./contract.ts";
 import type { AgentSetup, Harness } from "./harness.ts";
-import { agentLoop, type LoopSeams, type RunContext } from "./loop.ts";
+import { agentLoop } from "./loop.ts";
 import { MAILBOX_NAME, Mailbox, runName, type TeamMessage } from "./mailbox.ts";
-import type { Mechanism } from "./mechanism.ts";
 import type { PromptSection } from "./prompt.ts";
 import { formatTeamEvents, Protocols } from "./protocols.ts";
-import type { SlashCommand } from "./repl.ts";
 import { OWNER, type OwnerClaims, taskTools } from "./tasks.ts";
 import { TASK_ID, type Task, TaskError, TaskStore } from "./tasks-store.ts";
 import { Worktrees } from "./worktrees.ts";

@@ -21,9 +21,8 @@ import type { ChildProcess } from "node:child_process";
 import type Anthropic from "@anthropic-ai/sdk";
 import { asObject, endGroups, positiveIntVar, type ToolDefinition, type ToolOutput } from "shared";
 import { formatRun, runCommand } from "./bash.ts";
+import { type LoopSeams, type Mechanism, type Role, tagOrigin } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { type LoopSeams, type Role, tagOrigin } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 type MessageParam = Anthropic.MessageParam;
 

@@ -3,27 +3,12 @@
  * append their results as one user message, and repeat until a reply asks for no tool.
  * The model decides what to do; the loop only executes and feeds back.
  *
- * Later chapters plug in at the seams of `LoopSeams`, and the same loop runs the main
- * agent, subagents (s06) and teammates (s13). s15 is the one chapter that edits this file
- * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives,
- * and a seam may raise the next call's max_tokens (`run.maxTokens`). A run gets one list
- * of seams, one entry per mechanism, in the order `main.ts` lists the mechanisms, and
- * `composeSeams` joins them by one rule per seam:
- *
- *   beforeModelCall  each in list order, one after the other
- *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
- *   beforeToolCall   in list order until one refuses the call; that refusal is the result
- *   afterToolCall    in list order, each given the output the previous one returned
- *   afterResults     the text blocks of all of them, concatenated in list order
- *   afterBatch       each in list order
- *   beforeStop       in list order until one answers (s17's goal gate); its text continues
- *                    the loop and onStop is not asked
- *   onStop           in list order until one answers; its text continues the loop
- *   onAppend         every listener, in list order
- *
- * Every seam gets the run's context: its scope and role, the turn's abort signal, the
- * active request, the system prompt and tools of this run. docs/architecture.md shows
- * which chapter uses which seam.
+ * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
+ * of them combine), and the same loop runs every agent. Every seam gets the run's context:
+ * its scope and role, the turn's abort signal, the active request, the system prompt and
+ * tools of this run. s15 edits this file (chapters/edits.json): the main agent's replies
+ * stream, their text printed as it arrives, and a seam may raise the next call's max_tokens
+ * (`run.maxTokens`, contract.ts).
  *
  * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
  * above is the composition; the mechanisms keep their own files):
@@ -54,171 +39,27 @@ import {
   type EventSink,
   isAbortError,
   type ModelClient,
-  type ToolContext,
   type ToolMap,
   type ToolOutput,
   toolSpecs,
 } from "shared";
+import {
+  composeSeams,
+  type LoopResult,
+  type LoopSeams,
+  type Origin,
+  type Role,
+  type RunContext,
+  type ToolCall,
+  type TurnKind,
+  tagOrigin,
+} from "./contract.ts";
 
 export const MAX_TOKENS = 8000;
 
 type Message = Anthropic.Message;
 type MessageParam = Anthropic.MessageParam;
 type ToolResult = Anthropic.ToolResultBlockParam;
-
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-}
-
-/** Which kind of agent runs a loop: the one at the prompt, a subagent (s06), a teammate (s13). */
-export type Role = "main" | "subagent" | "teammate";
-
-/**
- * What started the turn: a typed line, a scheduled prompt (s12), team events (s13), a
- * finished background job (s15). Only a user turn can stop to ask the user something.
- */
-export type TurnKind = "user" | "scheduled" | "team" | "background";
-
-/**
- * Who put a message into the history, so one mechanism can tell another's messages apart
- * without matching their text: the turn's `input`, the `model`, a round's `tool_results`
- * (and what rides with them), a `continuation` a Stop hook asked for, a `compaction`
- * summary or marker (s08), a `notification` message (s11).
- */
-export type Origin =
-  | "input"
-  | "model"
-  | "tool_results"
-  | "continuation"
-  | "compaction"
-  | "notification";
-
-const origins = new WeakMap<MessageParam, Origin>();
-
-/** Records who made `message` (the loop tags what it appends; mechanisms tag their own). */
-export function tagOrigin(message: MessageParam, origin: Origin): MessageParam {
-  origins.set(message, origin);
-  return message;
-}
-
-/** Who made `message`, or undefined for a message nobody tagged. */
-export function originOf(message: MessageParam): Origin | undefined {
-  return origins.get(message);
-}
-
-/** What every seam and every tool call of one loop run is told. */
-export interface RunContext extends ToolContext {
-  role: Role;
-  turn: TurnKind;
-  /** The active request: the line (or scheduled text, or task prompt) this run works on. */
-  request: string;
-  /** The system prompt of the coming (or current) model call. */
-  system: string;
-  tools: ToolMap;
-  /** max_tokens of the next model call when a mechanism raised it (s15's recovery). */
-  maxTokens?: number;
-}
-
-/** The places mechanisms plug in. Each is optional; the rules that join several are above. */
-export interface LoopSeams {
-  /** Before each model call; may rewrite the history in place. */
-  beforeModelCall?(messages: MessageParam[], run: RunContext): Promise<void>;
-  /**
-   * Wraps each model call. `next` runs the wrappers inside this one and then the call; a
-   * wrapper may rewrite the history in place before calling it, or call it again.
-   */
-  aroundModelCall?(
-    next: () => Promise<Message>,
-    messages: MessageParam[],
-    run: RunContext,
-  ): Promise<Message>;
-  /** Before each tool call, after its input parsed: an output refuses the call (nothing runs). */
-  beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
-  /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
-  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
-  /** After a round's results are collected: text blocks to put after every tool_result. */
-  afterResults?(
-    results: ToolResult[],
-    response: Message,
-    run: RunContext,
-  ): Anthropic.TextBlockParam[];
-  /** After a round's results message was appended. */
-  afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
-  /**
-   * At the no-tool_use exit, before `onStop` (s17's goal gate): text continues the loop as a
-   * new user message and `onStop` is not asked; null goes on to `onStop`.
-   */
-  beforeStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
-  /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
-  onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
-  /** Every message appended to the history, with who made it. */
-  onAppend?(message: MessageParam, origin: Origin, run: RunContext): void;
-}
-
-/** One `LoopSeams` that runs a list of them by the rules in this file's header. */
-export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
-  const all = <K extends keyof LoopSeams>(key: K) =>
-    list.flatMap((seams) => (seams[key] ? [seams] : [])) as Array<Required<Pick<LoopSeams, K>>>;
-  const before = all("beforeModelCall");
-  const around = all("aroundModelCall");
-  const gates = all("beforeToolCall");
-  const after = all("afterToolCall");
-  const extras = all("afterResults");
-  const batches = all("afterBatch");
-  const gatesAtStop = all("beforeStop");
-  const stops = all("onStop");
-  const listeners = all("onAppend");
-  return {
-    async beforeModelCall(messages, run) {
-      for (const seams of before) await seams.beforeModelCall(messages, run);
-    },
-    aroundModelCall(call, messages, run) {
-      // Built from the inside out, so the first in the list ends up outermost.
-      const chain = around.reduceRight<() => Promise<Message>>(
-        (next, seams) => () => seams.aroundModelCall(next, messages, run),
-        call,
-      );
-      return chain();
-    },
-    async beforeToolCall(toolCall, run) {
-      for (const seams of gates) {
-        const refusal = await seams.beforeToolCall(toolCall, run);
-        if (refusal) return refusal;
-      }
-      return null;
-    },
-    async afterToolCall(toolCall, output, run) {
-      let kept = output;
-      for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
-      return kept;
-    },
-    afterResults(results, response, run) {
-      return extras.flatMap((seams) => seams.afterResults(results, response, run));
-    },
-    async afterBatch(messages, run) {
-      for (const seams of batches) await seams.afterBatch(messages, run);
-    },
-    async beforeStop(messages, response, run) {
-      for (const seams of gatesAtStop) {
-        const answer = await seams.beforeStop(messages, response, run);
-        if (answer) return answer;
-      }
-      return null;
-    },
-    async onStop(messages, response, run) {
-      for (const seams of stops) {
-        const answer = await seams.onStop(messages, response, run);
-        if (answer) return answer;
-      }
-      return null;
-    },
-    onAppend(message, origin, run) {
-      for (const seams of listeners) seams.onAppend(message, origin, run);
-    },
-  };
-}
 
 export interface LoopConfig {
   client: ModelClient;
@@ -242,13 +83,6 @@ export interface LoopConfig {
   emit: EventSink;
   /** One entry per mechanism, in the order main.ts lists them. */
   seams?: LoopSeams[];
-}
-
-export interface LoopResult {
-  /** The last reply: the final answer, unless the turn cap stopped the loop. */
-  response: Message;
-  turns: number;
-  stopped: "done" | "max_turns";
 }
 
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {

@@ -6,8 +6,7 @@
  * From s15 it also remembers where a built prompt's stable part ends (`stableLength`), so
  * the cache breakpoint (cost.ts) goes right after it.
  */
-import type { Role } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
+import type { Mechanism, Role } from "./contract.ts";
 
 export interface PromptSection {
   id: string;

@@ -15,8 +15,8 @@ import {
   type ToolDefinition,
   trackChild,
 } from "shared";
+import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 /** How long one command may run; `BASH_TIMEOUT_MS` overrides it. */
 export const BASH_TIMEOUT_MS = 120_000;

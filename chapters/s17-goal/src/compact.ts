@@ -44,9 +44,8 @@ import {
   micro,
   snip,
 } from "./compact-layers.ts";
+import { type LoopSeams, type Mechanism, type RunContext, tagOrigin } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { type LoopSeams, type RunContext, tagOrigin } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 type MessageParam = Anthropic.MessageParam;
 

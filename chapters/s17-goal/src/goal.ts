@@ -28,9 +28,8 @@ import {
   readJournal,
   readVar,
 } from "shared";
+import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { LoopSeams } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 import type { PromptSection } from "./prompt.ts";
 
 type MessageParam = Anthropic.MessageParam;

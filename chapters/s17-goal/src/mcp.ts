@@ -26,8 +26,8 @@ import {
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
+import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import type { LoopSeams } from "./loop.ts";
 import { runName } from "./mailbox.ts";
 import {
   CALL_TIMEOUT_MS,
@@ -38,7 +38,6 @@ import {
   PROBE_TIMEOUT_MS,
   type ServerConfig,
 } from "./mcp-client.ts";
-import type { Mechanism } from "./mechanism.ts";
 import type { PromptSection } from "./prompt.ts";
 
 export const CONFIG_FILE = ".mcp.json";

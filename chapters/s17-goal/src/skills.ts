@@ -24,10 +24,9 @@ import {
   type SessionLog,
   type ToolDefinition,
 } from "shared";
+import type { Mechanism, Role } from "./contract.ts";
 import { kindOf, parseFrontmatter } from "./frontmatter.ts";
 import type { Harness } from "./harness.ts";
-import type { Role } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 
 /** Where skills live, scanned in this order (Claude Code's project folder second). */
 export const SKILL_ROOTS = ["skills", ".claude/skills"];

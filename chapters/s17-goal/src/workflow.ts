@@ -45,10 +45,9 @@ import {
   type ToolDefinition,
   writeFileAtomic,
 } from "shared";
+import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { INTERRUPTED_RESULT } from "./interrupt.ts";
-import type { LoopSeams } from "./loop.ts";
-import type { Mechanism } from "./mechanism.ts";
 import { matchingBracket } from "./memory-extract.ts";
 import type { PromptSection } from "./prompt.ts";
 import { processAlive } from "./tasks-store.ts";

@@ -1,0 +1,334 @@
+/**
+ * The contract: everything a mechanism may rely on, and nothing else. Mechanisms meet the
+ * loop, the REPL and each other only through what this file declares: the context of a
+ * loop run, the seams of the loop, the steps of a turn, and the `Mechanism` shape with the
+ * rules that join a list of them. A chapter that needs a new seam, field or member adds it
+ * here, so the growth of the contract shows in that chapter's diff.
+ *
+ * How several mechanisms on one spot combine:
+ *
+ *   tools            every mechanism's in list order, then each `extendTool` over all of them
+ *   commands         every mechanism's; two with one name is a mistake in main.ts
+ *   beforeModelCall  each in list order, one after the other
+ *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
+ *   beforeToolCall   in list order until one refuses the call; that refusal is the result
+ *   afterToolCall    in list order, each given the output the previous one returned
+ *   afterResults     the text blocks of all of them, concatenated in list order
+ *   afterBatch       each in list order
+ *   beforeStop       in list order until one answers; its text continues the loop and
+ *                    onStop is not asked
+ *   onStop           in list order until one answers; its text continues the loop
+ *   onAppend         every listener, in list order
+ *
+ * docs/architecture.md has the whole picture.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { ModelClient, Tone, ToolContext, ToolDefinition, ToolMap, ToolOutput } from "shared";
+import type { PromptSection } from "./prompt.ts";
+
+type Message = Anthropic.Message;
+type MessageParam = Anthropic.MessageParam;
+type ToolResult = Anthropic.ToolResultBlockParam;
+
+// --- A loop run -------------------------------------------------------------------------
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+/** Which kind of agent runs a loop: the one at the prompt, a subagent, a teammate. */
+export type Role = "main" | "subagent" | "teammate";
+
+/**
+ * What started the turn: a typed line, a scheduled prompt, team events, a finished
+ * background job. Only a user turn can stop to ask the user something.
+ */
+export type TurnKind = "user" | "scheduled" | "team" | "background";
+
+/**
+ * Who put a message into the history, so one mechanism can tell another's messages apart
+ * without matching their text: the turn's `input`, the `model`, a round's `tool_results`
+ * (and what rides with them), a `continuation` a Stop hook asked for, a `compaction`
+ * summary or marker, a `notification` message.
+ */
+export type Origin =
+  | "input"
+  | "model"
+  | "tool_results"
+  | "continuation"
+  | "compaction"
+  | "notification";
+
+const origins = new WeakMap<MessageParam, Origin>();
+
+/** Records who made `message` (the loop tags what it appends; mechanisms tag their own). */
+export function tagOrigin(message: MessageParam, origin: Origin): MessageParam {
+  origins.set(message, origin);
+  return message;
+}
+
+/** Who made `message`, or undefined for a message nobody tagged. */
+export function originOf(message: MessageParam): Origin | undefined {
+  return origins.get(message);
+}
+
+/** What every seam and every tool call of one loop run is told. */
+export interface RunContext extends ToolContext {
+  role: Role;
+  turn: TurnKind;
+  /** The active request: the line (or scheduled text, or task prompt) this run works on. */
+  request: string;
+  /** The system prompt of the coming (or current) model call. */
+  system: string;
+  tools: ToolMap;
+}
+
+/** How a run of the loop ended. */
+export interface LoopResult {
+  /** The last reply: the final answer, unless the turn cap stopped the loop. */
+  response: Message;
+  turns: number;
+  stopped: "done" | "max_turns";
+}
+
+// --- The loop's seams -------------------------------------------------------------------
+
+/** The places mechanisms plug into the loop. Each is optional; the header has the rules. */
+export interface LoopSeams {
+  /** Before each model call; may rewrite the history in place. */
+  beforeModelCall?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /**
+   * Wraps each model call. `next` runs the wrappers inside this one and then the call; a
+   * wrapper may rewrite the history in place before calling it, or call it again.
+   */
+  aroundModelCall?(
+    next: () => Promise<Message>,
+    messages: MessageParam[],
+    run: RunContext,
+  ): Promise<Message>;
+  /** Before each tool call, after its input parsed: an output refuses the call (nothing runs). */
+  beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
+  /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
+  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
+  /** After a round's results are collected: text blocks to put after every tool_result. */
+  afterResults?(
+    results: ToolResult[],
+    response: Message,
+    run: RunContext,
+  ): Anthropic.TextBlockParam[];
+  /** After a round's results message was appended. */
+  afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
+  /**
+   * At the no-tool_use exit, before `onStop`: text continues the loop as a new user message
+   * and `onStop` is not asked; null goes on to `onStop`.
+   */
+  beforeStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
+  /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
+  onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
+  /** Every message appended to the history, with who made it. */
+  onAppend?(message: MessageParam, origin: Origin, run: RunContext): void;
+}
+
+/** One `LoopSeams` that runs a list of them by the rules in this file's header. */
+export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
+  const all = <K extends keyof LoopSeams>(key: K) =>
+    list.flatMap((seams) => (seams[key] ? [seams] : [])) as Array<Required<Pick<LoopSeams, K>>>;
+  const before = all("beforeModelCall");
+  const around = all("aroundModelCall");
+  const gates = all("beforeToolCall");
+  const after = all("afterToolCall");
+  const extras = all("afterResults");
+  const batches = all("afterBatch");
+  const gatesAtStop = all("beforeStop");
+  const stops = all("onStop");
+  const listeners = all("onAppend");
+  return {
+    async beforeModelCall(messages, run) {
+      for (const seams of before) await seams.beforeModelCall(messages, run);
+    },
+    aroundModelCall(call, messages, run) {
+      // Built from the inside out, so the first in the list ends up outermost.
+      const chain = around.reduceRight<() => Promise<Message>>(
+        (next, seams) => () => seams.aroundModelCall(next, messages, run),
+        call,
+      );
+      return chain();
+    },
+    async beforeToolCall(toolCall, run) {
+      for (const seams of gates) {
+        const refusal = await seams.beforeToolCall(toolCall, run);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    async afterToolCall(toolCall, output, run) {
+      let kept = output;
+      for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
+      return kept;
+    },
+    afterResults(results, response, run) {
+      return extras.flatMap((seams) => seams.afterResults(results, response, run));
+    },
+    async afterBatch(messages, run) {
+      for (const seams of batches) await seams.afterBatch(messages, run);
+    },
+    async beforeStop(messages, response, run) {
+      for (const seams of gatesAtStop) {
+        const answer = await seams.beforeStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
+    },
+    async onStop(messages, response, run) {
+      for (const seams of stops) {
+        const answer = await seams.onStop(messages, response, run);
+        if (answer) return answer;
+      }
+      return null;
+    },
+    onAppend(message, origin, run) {
+      for (const seams of listeners) seams.onAppend(message, origin, run);
+    },
+  };
+}
+
+// --- A turn of the REPL -----------------------------------------------------------------
+
+/** What starts a turn: its kind, its active request and its first user message's content. */
+export interface TurnInput {
+  kind: TurnKind;
+  /** What compaction restates and memory recalls for: the typed line, the scheduled text … */
+  request: string;
+  content: string | Anthropic.ContentBlockParam[];
+}
+
+/** A turn in progress: its input, the history (already holding the input) and its signal. */
+export interface Turn extends TurnInput {
+  history: MessageParam[];
+  signal: AbortSignal;
+}
+
+/** The turn lifecycle seams. Several mechanisms' hooks run in list order. */
+export interface TurnHooks {
+  /** User turns only: the input to run (rewritten or not), or null to drop the line. */
+  prepare?(input: TurnInput): Promise<TurnInput | null>;
+  beforeTurn?(turn: Turn): Promise<void>;
+  /** After the answer was printed; not after an error or an interrupt. */
+  afterTurn?(turn: Turn, result: LoopResult): Promise<void>;
+}
+
+/** What a slash command may use. */
+export interface CommandContext {
+  history: MessageParam[];
+  /** The active request of the last turn ("" before the first). */
+  request: string;
+  signal: AbortSignal;
+}
+
+export interface SlashCommand {
+  description: string;
+  /** May return a turn to run next (a command that starts work). */
+  run(args: string, context: CommandContext): Promise<TurnInput | undefined>;
+}
+
+/** A source of REPL events other than typed lines (timers, inboxes, finished jobs). */
+export interface EventSource {
+  /** The event kind this source pushes and handles. */
+  kind: string;
+  /** Called once when the REPL starts; `push` queues an event of this kind. */
+  start?(push: (text: string) => void): void;
+  /** A dequeued event of this kind: the turn to run, or null when there is nothing to do. */
+  turn(text: string): Promise<TurnInput | null>;
+}
+
+// --- Mechanisms -------------------------------------------------------------------------
+
+/** One line of the start-up banner. */
+export interface BannerLine {
+  text: string;
+  tone?: Tone;
+}
+
+/** Who a loop run is for: its role, and the scope its lines and log records carry. */
+export interface LoopRun {
+  role: Role;
+  scope: string;
+}
+
+/**
+ * What one mechanism adds to the harness, every part optional. Each mechanism file exports
+ * one factory that returns it, and `main.ts` lists them in order.
+ */
+export interface Mechanism {
+  /** A short name for logs: "shell", "permissions", "memory" … */
+  name: string;
+  /** The tools an agent of `role` gets from this mechanism, in the order the model sees them. */
+  tools?(role: Role): ToolDefinition[];
+  /**
+   * Extends a tool an earlier mechanism gives: same name, same place in the list. Called for
+   * every tool of the agent; return the tool as it is to leave it alone.
+   */
+  extendTool?(tool: ToolDefinition, role: Role): ToolDefinition;
+  /**
+   * Wraps the model client every agent and side call uses. Applied in list order, each to
+   * the client the earlier ones made, so the last is outermost; `harness.client` forwards to
+   * the result, so a client a factory kept works too.
+   */
+  extendClient?(client: ModelClient): ModelClient;
+  /** Its system prompt sections for an agent of `role` (stable ones first, dynamic last). */
+  sections?(role: Role): PromptSection[];
+  /** Its loop seams for one run of the loop (called as each run starts, so state starts fresh). */
+  loop?(run: LoopRun): LoopSeams | null;
+  /** Slash commands, by name without the `/`. */
+  commands?: Record<string, SlashCommand>;
+  /**
+   * Extends a slash command an earlier mechanism gives, as `extendTool` does a tool. Called
+   * for every command; return it as it is to leave it.
+   */
+  extendCommand?(name: string, command: SlashCommand): SlashCommand;
+  /** Called once before the first prompt: its lines for the banner. */
+  start?(): BannerLine[];
+  /** The main agent's turn lifecycle: prepare, before and after each turn. */
+  turn?: TurnHooks;
+  /** Event sources for the REPL's queue (timers, inboxes, finished jobs). */
+  sources?: EventSource[];
+  /** True while work it started still runs and will report back. */
+  busy?(): boolean;
+  /** Called once when the session ends: stop timers, end child processes, release locks. */
+  close?(): void | Promise<void>;
+}
+
+/**
+ * The tools of an agent of `role`: every mechanism's, in list order, then each mechanism's
+ * `extendTool` applied to all of them, also in list order.
+ */
+export function gatherTools(mechanisms: Mechanism[], role: Role): ToolDefinition[] {
+  let tools = mechanisms.flatMap((mechanism) => mechanism.tools?.(role) ?? []);
+  for (const mechanism of mechanisms) {
+    const extend = mechanism.extendTool?.bind(mechanism);
+    if (extend) tools = tools.map((tool) => extend(tool, role));
+  }
+  return tools;
+}
+
+/**
+ * Every mechanism's slash commands, then each mechanism's `extendCommand` applied to all of
+ * them in list order; two with one name is a mistake in main.ts.
+ */
+export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
+  const commands = new Map<string, SlashCommand>();
+  for (const mechanism of mechanisms) {
+    for (const [name, command] of Object.entries(mechanism.commands ?? {})) {
+      if (commands.has(name)) throw new Error(`two mechanisms define /${name}`);
+      commands.set(name, command);
+    }
+  }
+  for (const mechanism of mechanisms) {
+    const extend = mechanism.extendCommand?.bind(mechanism);
+    if (!extend) continue;
+    for (const [name, command] of commands) commands.set(name, extend(name, command));
+  }
+  return commands;
+}
