@@ -765,6 +765,33 @@ function checkShape(prev: Chapter, chapter: Chapter, allowed: Record<string, str
   return problems;
 }
 
+/**
+ * The past rule: a chapter's code, comments included, never names a later chapter. A
+ * chapter knows only what came before it; what a later one needs, that chapter adds (the
+ * contract grows in contract.ts, listed in chapters/edits.json).
+ */
+function checkPast(chapter: Chapter, chapters: readonly Chapter[]): string[] {
+  const later = new Set(chapters.filter((c) => c.num > chapter.num).map((c) => c.id));
+  if (later.size === 0) return [];
+  const problems: string[] = [];
+  for (const rel of listFiles(chapter.dir)) {
+    const text = readMaybe(path.join(chapter.dir, rel));
+    if (text === null || isBinary(text)) continue;
+    text
+      .toString("utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        for (const match of line.matchAll(/\bs\d\d\b/g)) {
+          if (!later.has(match[0])) continue;
+          problems.push(
+            `past: chapters/${chapter.folder}/${rel}:${i + 1} names ${match[0]}, a later chapter — a chapter's code knows only its past; what ${match[0]} needs, ${match[0]} adds itself`,
+          );
+        }
+      });
+  }
+  return problems;
+}
+
 /** The mechanism factories main.ts lists, in order (`bashMechanism`, `filesMechanism` …). */
 export function mechanismList(mainSource: string): string[] {
   const start = mainSource.indexOf("runHarness(");
@@ -927,6 +954,7 @@ export function checkCourse(root: string): string[] {
     for (const src of ["src/main.ts", "src/demo.ts"]) {
       if (!fs.existsSync(path.join(chapter.dir, src))) problems.push(`${at(src)}: missing`);
     }
+    problems.push(...checkPast(chapter, chapters));
     const i = chapters.indexOf(chapter);
     for (const readme of ["README.md", "README.ja.md"]) {
       problems.push(...checkExcerpts(chapter, readme));

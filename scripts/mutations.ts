@@ -41,9 +41,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-loop-afterresults-first-only",
     file: `${S09}/contract.ts`,
-    search: "return extras.flatMap((seams) => seams.afterResults(results, response, run));",
-    replace:
-      "return extras.slice(0, 1).flatMap((seams) => seams.afterResults(results, response, run));",
+    search: "return extras.flatMap((seams) => seams.afterResults(round, run));",
+    replace: "return extras.slice(0, 1).flatMap((seams) => seams.afterResults(round, run));",
     description: "afterResults keeps only the first mechanism's text blocks",
     tests: ["seams.test.ts", "todo.test.ts"],
   },
@@ -86,17 +85,13 @@ export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s09 repl.ts
   {
     id: "s09-loop-answer-after-stop",
-    file: `${S09}/loop.ts`,
+    file: "chapters/s04-hooks/src/loop.ts",
     search:
       '      if (run.role === "main")\n' +
       '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });\n' +
-      "      const continuation =\n" +
-      "        (await seams.beforeStop(messages, response, run)) ??\n" +
-      "        (await seams.onStop(messages, response, run));",
+      "      const continuation = await seams.onStop(messages, response, run);",
     replace:
-      "      const continuation =\n" +
-      "        (await seams.beforeStop(messages, response, run)) ??\n" +
-      "        (await seams.onStop(messages, response, run));\n" +
+      "      const continuation = await seams.onStop(messages, response, run);\n" +
       '      if (run.role === "main")\n' +
       '        config.emit({ type: "text", scope: config.scope, text: textOf(response) });',
     description: "the answer is shown after the Stop hooks judged it, not as it arrived",
@@ -362,7 +357,7 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-skills-for-every-role",
     file: `${S09}/skills.ts`,
-    search: 'const hasSkills = (role: Role) => role === "main" || role === "teammate";',
+    search: 'const hasSkills = (role: Role) => role !== "subagent";',
     replace: "const hasSkills = (_role: Role) => true;",
     description: "a subagent gets the skills catalog and load_skill",
     tests: ["skills.test.ts", "subagent.test.ts"],
@@ -754,8 +749,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s13-teams-denial-not-reported",
     file: `${S13}/teams.ts`,
-    search: "          const denied = result.is_error ? DENIED.exec(text) : null;",
-    replace: "          const denied = null as RegExpExecArray | null;",
+    search: "          if (!output.denied?.approvable) continue;",
+    replace: "          if (output.denied?.approvable !== undefined) continue;",
     description: "the lead is not told of a teammate's denied call",
     tests: ["teams.test.ts"],
   },
@@ -967,12 +962,123 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s15-permission-denial-unnamed",
     file: `${S15}/permissions.ts`,
-    search: '    if (teammate || run.turn !== "user") {',
-    replace: "    if (teammate) {",
-    description:
-      "a scheduled, team-event or background turn denies without saying which turn it was",
+    search: '    if (run.turn !== "user") {',
+    replace: "    if (false) {",
+    description: "a scheduled, team or background turn denies without saying which turn it was",
     tests: ["permissions.test.ts"],
   },
+  // ---------------------------------------------------------------- contract growth (issue 25)
+  {
+    id: "s17-contract-beforestop-asks-all",
+    file: `${S17}/contract.ts`,
+    search:
+      "      for (const seams of gatesAtStop) {\n" +
+      "        const answer = await seams.beforeStop(messages, response, run);\n" +
+      "        if (answer) return answer;\n" +
+      "      }",
+    replace:
+      "      let first: string | null = null;\n" +
+      "      for (const seams of gatesAtStop) {\n" +
+      "        const answer = await seams.beforeStop(messages, response, run);\n" +
+      "        if (answer) first ??= answer;\n" +
+      "      }\n" +
+      "      if (first) return first;",
+    description: "beforeStop does not stop at the first answer: every later gate is asked too",
+    tests: ["seams.test.ts"],
+  },
+  {
+    id: "s12-permissions-asks-in-scheduled-turn",
+    file: "chapters/s12-cron/src/permissions.ts",
+    search: '  const nobody =\n    run.turn !== "user"\n',
+    replace: "  const nobody =\n    false\n",
+    description: "a scheduled turn asks the user for an approval nobody is there to give",
+    tests: ["permissions.test.ts", "cron.test.ts"],
+  },
+  {
+    id: "s03-permissions-denial-without-data",
+    file: "chapters/s03-permissions/src/permissions.ts",
+    search:
+      "  return { content: message, isError: true, quiet: true, denied: { gate, reason, approvable } };",
+    replace: "  return { content: message, isError: true, quiet: true };",
+    description: "a refusal carries no data: a mechanism would have to read its wording",
+    tests: ["permissions.test.ts"],
+  },
+  {
+    id: "s13-hooks-no-agent-name",
+    file: `${S13}/hooks.ts`,
+    search: '    const agent = where.role === "teammate" ? { agent_name: where.scope } : {};',
+    replace: "    const agent = {};",
+    description: "a teammate's command hooks are not told which teammate made the call",
+    tests: ["teams.test.ts", "hooks.test.ts"],
+  },
+  {
+    id: "s13-contract-extendcommand-ignored",
+    file: `${S13}/contract.ts`,
+    search:
+      "    for (const [name, command] of commands) commands.set(name, extend(name, command));",
+    replace: "    for (const [name, command] of commands) commands.set(name, command);",
+    description: "extendCommand is ignored: /tasks release does not exist",
+    tests: ["seams.test.ts", "teams.test.ts"],
+  },
+  {
+    id: "course-check-past-ignored",
+    file: "scripts/course.ts",
+    search: "          if (!later.has(match[0])) continue;",
+    replace: "          continue;",
+    description: "course check lets a chapter's code name a later chapter",
+    tests: ["course.test.ts"],
+  },
+  {
+    id: "s17-contract-close-stops-at-throw",
+    file: `${S17}/contract.ts`,
+    search:
+      "    try {\n" +
+      "      await mechanism.close?.();\n" +
+      "    } catch (error) {\n" +
+      "      report(mechanism.name, error);\n" +
+      "    }",
+    replace: "    await mechanism.close?.();",
+    description: "a close that throws skips every later one: teammates and MCP servers live on",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s01-contract-second-source-replaces",
+    file: "chapters/s01-loop/src/contract.ts",
+    search: "    if (byKind.has(source.kind)) throw new Error(",
+    replace: "    if (false) throw new Error(",
+    description: "a second event source of one kind silently replaces the first",
+    tests: ["seams.test.ts"],
+  },
+  {
+    id: "s15-recovery-refuses-after-gates",
+    file: `${S15}/recovery.ts`,
+    search: "    async beforeCalls() {",
+    replace: "    async beforeToolCall() {",
+    description:
+      "a call cut off at max_tokens meets the permission gate and the hooks before it is refused",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s17-goal-judges-cut-off-reply",
+    file: `${S17}/goal.ts`,
+    search: '      if (response.stop_reason === "max_tokens") {',
+    replace: "      if (false) {",
+    description:
+      "the goal gate judges a reply cut off at max_tokens, and its block replaces the continuation",
+    tests: ["goal.test.ts"],
+  },
+  {
+    id: "s10-lockfile-stale-force-deleted",
+    file: "chapters/s10-tasks/src/lockfile.ts",
+    search:
+      "  try {\n    renameSync(file, aside);\n  } catch {\n    return false; // another process moved it first\n  }",
+    replace:
+      "  try {\n    unlinkSync(file);\n    return true;\n  } catch {\n    return false;\n  }",
+    description:
+      "a stale lock is reclaimed by a plain delete: two processes reclaiming at once both hold it",
+    tests: ["tasks.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s16 workflow
   {
     id: "s16-workflow-journal-ignored",
@@ -993,10 +1099,9 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s16-workflow-stale-lock-kept",
-    file: `${S16}/workflow.ts`,
-    search:
-      "      if (holder !== null && holder !== process.pid && processAlive(holder)) throw busy;",
-    replace: "      throw busy;",
+    file: `${S16}/lockfile.ts`,
+    search: "      if (!stale) return holder;",
+    replace: "      return holder;",
     description: "a lock left by a killed process blocks every later resume",
     tests: ["workflow.test.ts", "cli.test.ts"],
   },

@@ -123,6 +123,38 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
 const number = (id: string) => Number(id.slice(1));
 
 /**
+ * Where the contract (contract.ts) gains each turn kind, role, seam and member: a chapter
+ * has it from there on, and a suite tests it only where the chapter has it.
+ */
+export const CONTRACT = {
+  turn: { user: "s01", scheduled: "s12", team: "s13", background: "s15" },
+  role: { main: "s01", subagent: "s06", teammate: "s13" },
+  origin: { compaction: "s08", notification: "s11" },
+  seam: { beforeCalls: "s15", beforeStop: "s17" },
+  member: { extendCommand: "s13", extendClient: "s15", busy: "s17" },
+} as const;
+
+type Gains = { [K in keyof typeof CONTRACT]: keyof (typeof CONTRACT)[K] };
+
+/** Whether `chapter`'s contract has `name` (a turn kind, role, origin, seam or member). */
+export function hasContract<K extends keyof Gains>(
+  chapter: Chapter,
+  kind: K,
+  name: Gains[K],
+): boolean {
+  const from = (CONTRACT[kind] as Record<string, string>)[name as string];
+  if (from === undefined) throw new Error(`no CONTRACT.${kind} entry for '${String(name)}'`);
+  return number(chapter.id) >= number(from);
+}
+
+/** The turn kinds of `chapter`'s contract other than "user", in the order they arrive. */
+export function unattendedTurns(chapter: Chapter): Array<"scheduled" | "team" | "background"> {
+  return (["scheduled", "team", "background"] as const).filter((kind) =>
+    hasContract(chapter, "turn", kind),
+  );
+}
+
+/**
  * How many times a fault the recovery layer retries must hit one model call before its
  * error reaches the caller: once, until s15 tries each call four times.
  */
@@ -211,25 +243,108 @@ export function casesFor<T>(chapter: Chapter, cases: T[], modules: Chapter[]): T
   return runsEdgeCases(chapter, modules) ? cases : cases.slice(0, 1);
 }
 
-/** A digest of `entries` and the chapter files they import (a missing file counts too). */
+/**
+ * What a file runs, near enough: its text without comments, without its type-only
+ * declarations (`interface`, `type`, `import type`) and with whitespace collapsed. A chapter
+ * that only widens a type of the contract, or rewords a comment, runs the same code as the
+ * chapter before it, so that alone does not make a new version of a module. Types written
+ * inline stay (they only ever make two versions look different, never the same).
+ */
+const codeCache = new Map<string, string>();
+export function codeOf(source: string): string {
+  let code = codeCache.get(source);
+  if (code === undefined) {
+    code = withoutTypeDeclarations(withoutComments(source)).replace(/\s+/g, " ").trim();
+    codeCache.set(source, code);
+  }
+  return code;
+}
+
+/** `source` with its comments blanked; strings and template literals are kept as they are. */
+function withoutComments(source: string): string {
+  let out = "";
+  for (let i = 0; i < source.length; ) {
+    const c = source[i]!;
+    const next = source[i + 1];
+    if (c === "/" && next === "/") {
+      while (i < source.length && source[i] !== "\n") i++;
+    } else if (c === "/" && next === "*") {
+      const end = source.indexOf("*/", i + 2);
+      i = end < 0 ? source.length : end + 2;
+      out += " ";
+    } else if (c === '"' || c === "'" || c === "`") {
+      let j = i + 1;
+      while (j < source.length && source[j] !== c) j += source[j] === "\\" ? 2 : 1;
+      out += source.slice(i, j + 1);
+      i = j + 1;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** `code` without `interface` blocks, `type` aliases and `import type` statements. */
+function withoutTypeDeclarations(code: string): string {
+  const start = /^(?:export )?(?:interface \w+[^{]*\{|type \w+[^=]*=|import type [^;]*;)/gm;
+  let out = "";
+  let from = 0;
+  for (const match of code.matchAll(start)) {
+    if (match.index < from) continue;
+    out += code.slice(from, match.index);
+    let i = match.index + match[0].length;
+    if (match[0].startsWith("import")) {
+      from = i;
+      continue;
+    }
+    // To the brace that closes the interface, or the alias's `;` outside any bracket.
+    let depth = match[0].endsWith("{") ? 1 : 0;
+    for (; i < code.length; i++) {
+      const c = code[i];
+      if (c === "{" || c === "(" || c === "[" || c === "<") depth++;
+      else if (c === "}" || c === ")" || c === "]" || (c === ">" && code[i - 1] !== "=")) depth--;
+      if (depth === 0 && (match[0].endsWith("{") ? c === "}" : c === ";")) break;
+    }
+    from = i + 1;
+  }
+  return out + code.slice(from);
+}
+
+/**
+ * The files every mechanism runs on: the contract, the loop, the REPL, the harness and the
+ * prompt. Each of their versions is tested by the suites that list them (seams, loop, log),
+ * and the chapters are cumulative, so whatever a version adds is still in the newest
+ * chapter, which runs every suite. A mechanism's suite therefore counts a foundation file
+ * only when it lists the file itself: a contract that grows a member in a later chapter is
+ * not a new version of memory.ts.
+ */
+const FOUNDATION = new Set(["contract.ts", "loop.ts", "repl.ts", "harness.ts", "prompt.ts"]);
+
+/**
+ * A digest of the code of `entries` and the chapter files they import (a missing file counts
+ * too), the foundation only where listed.
+ */
 function closureDigest(chapter: Chapter, entries: string[]): string {
   const src = path.join(chapterDir(chapter), "src");
   const seen = new Map<string, string>();
-  const visit = (file: string) => {
+  const visit = (file: string, listed: boolean) => {
     if (seen.has(file)) return;
+    // The foundation counts only where a suite lists it (see FOUNDATION).
+    if (!listed && FOUNDATION.has(file)) return;
     const full = path.join(src, file);
     const text = existsSync(full) ? readFileSync(full, "utf8") : "(missing)";
     seen.set(file, text);
     // Static value imports only: `import type` is erased, and harness.ts's lazy import of
     // the demo runs only in the offline fallback, which these suites never start.
     for (const match of text.matchAll(/^import (?!type )[^;]*?from "\.\/([\w.-]+\.ts)";/gms)) {
-      visit(match[1]!);
+      visit(match[1]!, false);
     }
   };
-  for (const entry of entries) visit(entry);
+  for (const entry of entries) visit(entry, true);
   const hash = createHash("sha256");
   for (const [file, text] of [...seen].sort(([a], [b]) => a.localeCompare(b))) {
-    hash.update(`${file}\0${text}\0`);
+    hash.update(`${file}\0${codeOf(text)}\0`);
   }
   return hash.digest("hex");
 }

@@ -442,7 +442,7 @@ SCENARIOS.s13 = {
     const winner = /\[idle\] (bob|carol) claimed/.exec(claims[0]!)![1]!;
     const race = requests.find((r) => teammate(winner)(r) && resultsOf(r).length === 2)!;
     expect(resultsOf(race)[0]).toBe(
-      "Permission denied: approval needed (Potentially destructive command: rm) but a teammate cannot ask the user; ask lead to run it, or add an allow rule in .claude/settings.json.",
+      "Permission denied: approval needed (Potentially destructive command: rm) but a team turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
     );
     const told = requests.filter(teamEvents).map(lastText).join("\n");
     expect(told).toContain(

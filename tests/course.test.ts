@@ -20,7 +20,7 @@ import {
   splitLines,
   syncFile,
 } from "../scripts/course.ts";
-import { type Chapter, chapterDir, chaptersFrom } from "./chapters.ts";
+import { CHAPTERS, type Chapter, CONTRACT, chapterDir, chaptersFrom } from "./chapters.ts";
 import { TEST_TEMP } from "./helpers/run.ts";
 
 type Files = Record<string, string>;
@@ -543,6 +543,37 @@ describe("the course's own lists of mechanisms", () => {
   );
 });
 
+describe("check: a chapter knows only its past", () => {
+  const course = (): Record<string, Files> => ({
+    "s01-a": chapterFiles("s01", { "src/loop.ts": "// the loop; s01 comes first\n" }),
+    "s02-b": chapterFiles("s02", { "src/loop.ts": "// the loop; s01 comes first\n" }),
+    "s03-c": chapterFiles("s03", { "src/loop.ts": "// the loop; s01 comes first\n" }),
+  });
+
+  it("passes when a chapter's code names itself and earlier chapters only", () => {
+    const chapters = course();
+    chapters["s02-b"] = { ...chapters["s02-b"], "src/tools.ts": "// s02's tools, after s01\n" };
+    // Prose may point ahead: what's next is part of a README.
+    chapters["s01-a"] = { ...chapters["s01-a"], "README.md": "# s01\n\nNext: s02 and s03.\n" };
+    expect(checkCourse(makeCourse(chapters, false)).filter((p) => p.startsWith("past:"))).toEqual(
+      [],
+    );
+  });
+
+  it("fails on a planted reference to a later chapter, in code or a comment, with where it is", () => {
+    const chapters = course();
+    chapters["s01-a"] = {
+      ...chapters["s01-a"],
+      "src/loop.ts": "// the loop\nexport const seam = 1; // s03 uses this\n",
+    };
+    chapters["s02-b"] = { ...chapters["s02-b"], "src/demo.ts": 'const later = "s03-c";\n' };
+    expect(checkCourse(makeCourse(chapters)).filter((p) => p.startsWith("past:"))).toEqual([
+      "past: chapters/s01-a/src/loop.ts:2 names s03, a later chapter — a chapter's code knows only its past; what s03 needs, s03 adds itself",
+      "past: chapters/s02-b/src/demo.ts:1 names s03, a later chapter — a chapter's code knows only its past; what s03 needs, s03 adds itself",
+    ]);
+  });
+});
+
 describe("check: the shape of a chapter (from s05 on)", () => {
   /** s04 … s06: s05 adds todo.ts, s06 adds task.ts; hooks.ts is s04's mechanism file. */
   const course = (): Record<string, Files> => {
@@ -821,5 +852,51 @@ describe("cli", () => {
     expect(colorEnabled(true, { NO_COLOR: "1" })).toBe(false);
     expect(colorEnabled(false, { FORCE_COLOR: "1" })).toBe(true);
     expect(colorEnabled(false, { FORCE_COLOR: "0" })).toBe(false);
+  });
+});
+
+describe("the course: the contract grows in the chapter that needs it", () => {
+  const source = (chapter: Chapter, file: string) => {
+    const full = path.join(chapterDir(chapter), "src", file);
+    return fs.existsSync(full) ? fs.readFileSync(full, "utf8") : "";
+  };
+  const allSource = (chapter: Chapter) =>
+    fs
+      .readdirSync(path.join(chapterDir(chapter), "src"))
+      .filter((file) => file.endsWith(".ts"))
+      .map((file) => source(chapter, file))
+      .join("\n");
+  // Each turn kind, role and origin is a string literal of a union in contract.ts; each seam
+  // and member is a name there. Before its chapter no contract has it, from it on every one.
+  const entries = Object.entries(CONTRACT).flatMap(([kind, names]) =>
+    Object.entries(names).map(([name, from]) => ({ kind, name, from: from as string })),
+  );
+  it.each(entries)("$kind $name: from $from on, and nowhere before", ({ kind, name, from }) => {
+    const needle = ["turn", "role", "origin"].includes(kind)
+      ? new RegExp(`\\| "${name}"|= "${name}"`)
+      : new RegExp(`\\b${name}\\?\\(`);
+    const first = Number(from.slice(1));
+    for (const chapter of CHAPTERS) {
+      const has = needle.test(source(chapter, "contract.ts"));
+      expect({ chapter: chapter.id, has }).toEqual({
+        chapter: chapter.id,
+        has: Number(chapter.id.slice(1)) >= first,
+      });
+    }
+  });
+
+  // What only a later chapter uses is nowhere in an earlier chapter's code, comments included.
+  it.each([
+    { text: "beforeStop", from: "s17" },
+    { text: "extendCommand", from: "s13" },
+    { text: '"teammate"', from: "s13" },
+    { text: "agent_name", from: "s13" },
+    { text: "busy?.()", from: "s17" },
+  ])("$text appears in no chapter's code before $from", ({ text, from }) => {
+    const before = CHAPTERS.filter((c) => Number(c.id.slice(1)) < Number(from.slice(1)));
+    expect(before.filter((chapter) => allSource(chapter).includes(text)).map((c) => c.id)).toEqual(
+      [],
+    );
+    expect(allSource(CHAPTERS.find((c) => c.id === from)!)).toContain(text);
   });
 });

@@ -105,14 +105,12 @@ const MODULE_CHAPTERS = new Set(
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the contract runs on every chapter (runsEdgeCases in chapters.ts). repl.ts runs the
-// scheduled turns, harness.ts reports a bad HARNESS_CLOCK_START, recovery.ts retries the 500
-// and permissions.ts denies in a scheduled turn.
+// scheduled turns, recovery.ts retries the 500 and permissions.ts denies in a scheduled turn.
 const CRON = moduleVersions("s12", [
   "cron-parse.ts",
   "cron-store.ts",
   "cron.ts",
   "repl.ts",
-  "harness.ts",
   "recovery.ts",
   "permissions.ts",
 ]);

@@ -292,6 +292,37 @@ describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(
       ]);
     });
 
+    it("stands aside for a reply cut off at max_tokens: the continuation goes out, the whole answer is judged", async () => {
+      const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+      const run = await runChapter(chapter, {
+        prompts: ["/goal write the report"],
+        steps: [
+          { when: isGoalEvaluator, reply: goalVerdict(true, "the report is complete") },
+          { when: (r) => lastText(r) === '"write the report"', reply: cut(reply(text("Part"))) },
+          {
+            when: (r) => lastText(r) === '"write the report"' && r.max_tokens === 16000,
+            reply: cut(reply(text("Part one"))),
+          },
+          {
+            when: (r) => lastText(r).includes("Continue exactly"),
+            reply: reply(text("Part two.")),
+          },
+        ],
+      });
+      const main = run.requests.filter((r) => (r.tools?.length ?? 0) > 0);
+      // The recovery layer's continuation, not a goal block, follows the cut-off reply.
+      expect(main.at(-1)!.messages.at(-1)!.content).toMatch(
+        /^Your reply was cut off at max_tokens/,
+      );
+      expect(run.requests.filter(isGoalEvaluator)).toHaveLength(1);
+      const lines = run.output.split("\n").filter((line) => line.startsWith("[goal] "));
+      expect(lines).toEqual([
+        "[goal] set: write the report",
+        "[goal] not judged: the reply was cut off at max_tokens",
+        "[goal] achieved: the report is complete",
+      ]);
+    });
+
     it("the gate comes before the Stop hooks: they run once, when the turn really ends", async () => {
       const run = await runChapter(chapter, {
         prompts: ["/goal say done twice"],

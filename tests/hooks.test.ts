@@ -61,7 +61,6 @@ const HOOKS = moduleVersions("s04", [
   "command-hooks.ts",
   "settings.ts",
   "bash.ts",
-  "harness.ts",
   "compact-layers.ts",
 ]);
 

@@ -183,7 +183,6 @@ const MODULE_CHAPTERS = new Set(
     "memory-extract.ts",
     "memory-store.ts",
     "instructions.ts",
-    "loop.ts",
   ]).map((c) => c.id),
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
@@ -193,8 +192,6 @@ const MEMORY = moduleVersions("s09", [
   "memory-extract.ts",
   "memory-store.ts",
   "instructions.ts",
-  "loop.ts",
-  "harness.ts",
   "hooks.ts",
   "compact.ts",
 ]);

@@ -17,10 +17,17 @@ import { PassThrough } from "node:stream";
 import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import type * as LoopModule from "../chapters/s03-permissions/src/contract.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
-import { carried, casesFor, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
+import type * as LoopModule from "../chapters/s17-goal/src/contract.ts";
+import {
+  carried,
+  casesFor,
+  chaptersFrom,
+  importChapter,
+  moduleVersions,
+  unattendedTurns,
+} from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import {
   afterTools,
@@ -47,8 +54,8 @@ const MODULE_CHAPTERS = new Set(
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). permissions.ts
 // brings paths.ts (real paths), settings.ts and shell-parse.ts; tools.ts reads and writes
-// through the links, harness.ts (with repl.ts) carries the piped or terminal stdin.
-const PERMISSIONS = moduleVersions("s03", ["permissions.ts", "tools.ts", "harness.ts"]);
+// through the links.
+const PERMISSIONS = moduleVersions("s03", ["permissions.ts", "tools.ts"]);
 
 describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
   "$id permissions",
@@ -453,12 +460,7 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
       });
 
       describe("approval (Gate 3)", () => {
-        function gate(
-          answer: string | null,
-          isTTY = true,
-          turn: LoopModule.TurnKind = "user",
-          role: LoopModule.Role = "main",
-        ) {
+        function gate(answer: string | null, isTTY = true, turn: LoopModule.TurnKind = "user") {
           const events: LoopEvent[] = [];
           const asked: string[] = [];
           const records: Array<{ kind: string; data: unknown }> = [];
@@ -482,13 +484,8 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           const run = (call: ReturnType<typeof bash>) =>
             check(
               call,
-              runContext({
-                workdir,
-                tools: toolsMap(),
-                turn,
-                role,
-                scope: role === "teammate" ? "alice" : "main",
-              }),
+              // The turn kinds tried are the chapter's own (unattendedTurns).
+              runContext({ workdir, tools: toolsMap(), turn }) as never,
             );
           const printed = () => events.map((e) => (e.type === "notice" ? e.text : "")).join("\n");
           return { run, asked, printed, records };
@@ -521,11 +518,16 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
               "Permission denied by the user at the approval prompt (Potentially destructive command: rm).",
             isError: true,
             quiet: true,
+            denied: {
+              gate: "approval",
+              reason: "Potentially destructive command: rm",
+              approvable: false,
+            },
           });
           expect(g.printed()).toContain("[denied] Permission denied by the user");
         });
 
-        it("denies without asking when stdin is not a terminal", async () => {
+        it("denies without asking when stdin is not a terminal, and says an approval would do", async () => {
           const g = gate("y", false);
           const result = await g.run(bash("rm foo"));
           expect(g.asked).toEqual([]);
@@ -533,6 +535,11 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
             "Permission denied: approval needed (Potentially destructive command: rm) but stdin is " +
               "not a terminal; an allow rule in .claude/settings.json can permit this call.",
           );
+          expect(result?.denied).toEqual({
+            gate: "approval",
+            reason: "Potentially destructive command: rm",
+            approvable: true,
+          });
           expect(g.printed()).toContain("[denied] Permission denied: approval needed");
           expect(g.printed()).not.toContain("[permission] denied (");
         });
@@ -542,47 +549,37 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
         const namesTurn = !unnamed.some((c) => c.id === chapter.id);
         const lastLine = (g: { printed(): string }) => g.printed().split("\n").at(-1);
 
-        it.each(["scheduled", "team", "background"] as const)(
-          "never asks in a %s turn, even on a terminal, and says why",
-          async (turn) => {
+        // Each turn kind the chapter's contract has besides "user" (scheduled from s12, team
+        // from s13, background from s15); a teammate's work runs as a team turn.
+        for (const turn of unattendedTurns(chapter)) {
+          it(`never asks in a ${turn} turn, even on a terminal, and says why`, async () => {
             const g = gate("y", true, turn);
             const result = await g.run(bash("rm foo"));
             expect(g.asked).toEqual([]);
             expect(result).toEqual({
               content:
-                `Permission denied: approval needed (Potentially destructive command: rm) but a ${turn === "team" ? "team-event" : turn} ` +
+                `Permission denied: approval needed (Potentially destructive command: rm) but a ${turn} ` +
                 "turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
               isError: true,
               quiet: true,
+              denied: {
+                gate: "approval",
+                reason: "Potentially destructive command: rm",
+                approvable: true,
+              },
             });
-            const kind = turn === "team" ? "team-event" : turn;
+            expect(g.records.map((r) => (r.data as { decision?: string }).decision)).toEqual([
+              `deny (${turn} turn)`,
+            ]);
             if (namesTurn) {
               expect(lastLine(g)).toBe(
-                `[permission] denied (${kind} turn): bash({"command":"rm foo"})`,
+                `[permission] denied (${turn} turn): bash({"command":"rm foo"})`,
               );
             } else {
               expect(lastLine(g)).toMatch(/^\[denied\] /);
             }
-          },
-        );
-
-        it("never asks for a teammate (s13), which has no terminal, and tells it to ask its lead", async () => {
-          const g = gate("y", true, "team", "teammate");
-          const result = await g.run(bash("rm foo"));
-          expect(g.asked).toEqual([]);
-          expect(result?.content).toBe(
-            "Permission denied: approval needed (Potentially destructive command: rm) but a teammate " +
-              "cannot ask the user; ask lead to run it, or add an allow rule in .claude/settings.json.",
-          );
-          expect(g.records.map((r) => (r.data as { decision?: string }).decision)).toContain(
-            "deny (teammate)",
-          );
-          expect(lastLine(g)).toEqual(
-            namesTurn
-              ? '[permission] denied (teammate turn): bash({"command":"rm foo"})'
-              : expect.stringMatching(/^\[denied\] /),
-          );
-        });
+          });
+        }
 
         it("never asks for a deny-list hit or a call no gate stops", async () => {
           const g = gate("y");

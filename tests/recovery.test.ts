@@ -5,6 +5,8 @@
  * fallback after two 529s for the rest of the turn only, errors that are never retried, the
  * SDK's own retries off, side calls covered too, and Ctrl-C during a wait.
  */
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { CallFailure } from "shared";
 import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
@@ -263,6 +265,38 @@ describe.concurrent.each(carried(chaptersFrom("s15"), RECOVERY))(
         expect(run.output).toContain("part three\n[truncated: hit max_tokens]");
       },
     );
+
+    it("refuses a cut-off reply's calls before the permission gate and the hooks see them", async () => {
+      const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+      const run = await runChapter(chapter, {
+        prompts: ["clean up"],
+        files: {
+          ".claude/settings.json": JSON.stringify({
+            hooks: {
+              PreToolUse: [
+                { hooks: [{ type: "command", command: "cat >> hook.json; echo >> hook.json" }] },
+              ],
+            },
+          }),
+        },
+        steps: [
+          { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
+          { reply: cut(reply(toolUse("bash", { command: "rm -rf buil" }, "toolu_cut"))) },
+          { when: afterTools, reply: reply(text("resent")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[2]!)).toEqual([
+        {
+          type: "tool_result",
+          tool_use_id: "toolu_cut",
+          content: expect.stringMatching(/^Error: your reply hit max_tokens .* smaller pieces/),
+          is_error: true,
+        },
+      ]);
+      // Neither the approval gate nor a PreToolUse hook saw the half-written call.
+      expect(run.output).not.toContain("[permission]");
+      expect(existsSync(path.join(run.workdir, "hook.json"))).toBe(false);
+    });
 
     edge("Ctrl-C during a wait ends the turn at once, with nothing left waiting", async () => {
       const server = await startFakeServer({ model: new ScriptedModel([]) });

@@ -75,7 +75,7 @@ const MODULE_CHAPTERS = new Set(
   moduleVersions("s07", ["skills.ts", "frontmatter.ts"]).map((c) => c.id),
 );
 
-const SKILLS = moduleVersions("s07", ["skills.ts", "frontmatter.ts", "harness.ts"]);
+const SKILLS = moduleVersions("s07", ["skills.ts", "frontmatter.ts"]);
 
 describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills", (chapter) => {
   let skills: typeof SkillsModule;

@@ -50,12 +50,7 @@ function delegate(prompt: string, child: ScriptStep[]): ScriptStep[] {
 
 // Edge cases (and every parameter case) run where these modules differ and on the newest
 // chapter; the rest of the suite runs on every chapter (runsEdgeCases in chapters.ts).
-const SUBAGENT = moduleVersions("s06", [
-  "subagent.ts",
-  "harness.ts",
-  "hooks.ts",
-  "command-hooks.ts",
-]);
+const SUBAGENT = moduleVersions("s06", ["subagent.ts", "hooks.ts", "command-hooks.ts"]);
 
 // Each test runs its own chapter, workspace and server, so they wait side by side; Ctrl-C
 // kills every child of the process, so that test runs on its own, below.

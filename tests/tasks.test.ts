@@ -109,14 +109,72 @@ function startClaimer(storeFile: string, owner: string) {
   return { child, ready, done };
 }
 
+const TAKER = new URL("./helpers/lock-taker.ts", import.meta.url).pathname;
+
+/** A lock-taker child; `next()` resolves with its next line of output. */
+function startTaker(lockFile: string) {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", TAKER, lockFile], {
+    cwd: path.dirname(TAKER),
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const pending: string[] = [];
+  const waiting: Array<(line: string) => void> = [];
+  let buffer = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString();
+    for (let at = buffer.indexOf("\n"); at >= 0; at = buffer.indexOf("\n")) {
+      const line = buffer.slice(0, at);
+      buffer = buffer.slice(at + 1);
+      const wake = waiting.shift();
+      if (wake) wake(line);
+      else pending.push(line);
+    }
+  });
+  const next = () =>
+    new Promise<string>((resolve) => {
+      const line = pending.shift();
+      if (line !== undefined) resolve(line);
+      else waiting.push(resolve);
+    });
+  return { child, next, say: (line: string) => child.stdin.write(`${line}\n`) };
+}
+
+// The one lock implementation (lockfile.ts, s10 on; s16's workflows take it too).
+describe.each(moduleVersions("s10", ["lockfile.ts"]))("$id lock file", (chapter) => {
+  it("two processes reclaim one stale lock at once: exactly one holds it, every round", async () => {
+    const lockFile = path.join(chapterDir(chapter), "src", "lockfile.ts");
+    const takers = [startTaker(lockFile), startTaker(lockFile)];
+    try {
+      for (const taker of takers) expect(await taker.next()).toBe("ready");
+      const file = path.join(tempWorkspace("lock-race"), "run.lock");
+      for (let round = 0; round < 50; round++) {
+        // A lock its holder left when it died.
+        writeFileSync(file, `${JSON.stringify({ pid: deadPid(), time: "then" })}\n`);
+        for (const taker of takers) taker.say(`take ${file}`);
+        const answers = await Promise.all(takers.map((taker) => taker.next()));
+        expect(answers.filter((answer) => answer === "held")).toHaveLength(1);
+        const holder = takers[answers.indexOf("held")]!;
+        expect(JSON.parse(readFileSync(file, "utf8")).pid).toBe(holder.child.pid);
+        holder.say("release");
+        expect(await holder.next()).toBe("released");
+        expect(existsSync(file)).toBe(false);
+        // Nothing left beside it: the stale file moved aside is gone too.
+        expect(readdirSync(path.dirname(file))).toEqual([]);
+      }
+    } finally {
+      for (const taker of takers) taker.child.kill();
+    }
+  });
+});
+
 // Module-level blocks run only where these modules differ: identical copies prove nothing new.
 const MODULE_CHAPTERS = new Set(
   moduleVersions("s10", ["tasks.ts", "tasks-store.ts"]).map((c) => c.id),
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
-// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). harness.ts
-// (with repl.ts) dispatches /tasks and prints the banner; tasks.ts and its store render them.
-const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts", "harness.ts"]);
+// the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). tasks.ts and
+// its store render /tasks and the banner line.
+const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts"]);
 
 describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks", (chapter) => {
   let tasks: typeof TasksModule;

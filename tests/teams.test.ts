@@ -12,16 +12,20 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
-import { UsageMeter } from "shared";
+import { type Main, UsageMeter } from "shared";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as BashModule from "../chapters/s13-teams/src/bash.ts";
+import type * as HarnessModule from "../chapters/s13-teams/src/harness.ts";
 import type * as MailboxModule from "../chapters/s13-teams/src/mailbox.ts";
 import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
+import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
 import {
   carried,
+  chapterDir,
   chaptersFrom,
   edgeCase,
   importChapter,
@@ -55,8 +59,8 @@ const TEAMMATE_TOOLS = [
   "submit_plan",
 ];
 const DENIED_RM =
-  "Permission denied: approval needed (Potentially destructive command: rm) but a teammate " +
-  "cannot ask the user; ask lead to run it, or add an allow rule in .claude/settings.json.";
+  "Permission denied: approval needed (Potentially destructive command: rm) but a team turn " +
+  "cannot ask the user; an allow rule in .claude/settings.json can permit this call.";
 
 const blocksOf = (r: Request): Anthropic.ContentBlockParam[] => {
   const content = r.messages.at(-1)?.content;
@@ -393,15 +397,9 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
 
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest runs on every chapter (runsEdgeCases in chapters.ts). teams.ts brings the mailbox,
-// protocols, worktrees and the task store with it; permissions.ts words a teammate's denial,
-// bash.ts and tools.ts run its calls in the worktree, harness.ts (with loop.ts) drives them.
-const TEAMS = moduleVersions("s13", [
-  "teams.ts",
-  "permissions.ts",
-  "bash.ts",
-  "tools.ts",
-  "harness.ts",
-]);
+// protocols, worktrees and the task store with it; permissions.ts denies a teammate's call
+// that needs approval, bash.ts and tools.ts run its calls in the worktree.
+const TEAMS = moduleVersions("s13", ["teams.ts", "permissions.ts", "bash.ts", "tools.ts"]);
 
 // Each test runs its own chapter, workspace and server: they wait side by side.
 // The contract, on every chapter: the lead's and a teammate's tools and prompts with team
@@ -483,7 +481,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
       // A team-event turn has nobody at the prompt: an approval is denied without asking.
       const denied = run.requests.filter((r) => isLead(r) && results(r).length === 1).at(-1)!;
       expect(results(denied)).toEqual([
-        "Permission denied: approval needed (Potentially destructive command: rm) but a team-event turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
+        "Permission denied: approval needed (Potentially destructive command: rm) but a team turn cannot ask the user; an allow rule in .claude/settings.json can permit this call.",
       ]);
       expect(run.output).toContain("  [alice] hello from alice");
       // UserPromptSubmit ran for the typed line only, not for the team-event turn.
@@ -747,16 +745,17 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
             reply: reply(text("ok")),
           },
           { when: firstOf("carol"), reply: reply(toolUse("bash", { command: "rm -rf build" })) },
+          // A call that starts no process: the phase cap counts model calls, not commands.
           ...Array.from({ length: 49 }, () => ({
             when: is("carol"),
-            reply: reply(toolUse("bash", { command: "true" })),
+            reply: reply(toolUse("read_file", { path: "notes.txt" })),
           })),
           ...Array.from({ length: 6 }, () => ({ when: events, reply: reply(text("LEAD TOLD")) })),
         ];
         const run = await runTyped(chapter, {
           steps,
           env: TEAM,
-          files: taskFile("task_0000c0de", { subject: "endless" }),
+          files: { ...taskFile("task_0000c0de", { subject: "endless" }), "notes.txt": "n\n" },
           typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
           limitMs: 15000,
         });
@@ -844,6 +843,84 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
         agent_name: "dave",
       });
     });
+
+    // With MCP (s14 on): a mechanism listed before the team and the servers fails to close.
+    if (Number(chapter.id.slice(1)) >= 14) {
+      it("a close that throws leaves no teammate's command and no MCP server running", async () => {
+        const [{ runHarness }, { bashMechanism }, { teamsMechanism }, { mcpMechanism }] =
+          await Promise.all([
+            importChapter<typeof HarnessModule>(chapter, "harness.ts"),
+            importChapter<typeof BashModule>(chapter, "bash.ts"),
+            importChapter<typeof TeamsModule>(chapter, "teams.ts"),
+            importChapter<typeof McpModule>(chapter, "mcp.ts"),
+          ]);
+        const main: Main = (io) =>
+          runHarness(io, { id: chapter.id, title: "close" }, main, (harness) => [
+            bashMechanism(harness),
+            {
+              name: "broken",
+              close: () => {
+                throw new Error("its lock file is gone");
+              },
+            },
+            teamsMechanism(harness),
+            mcpMechanism(harness),
+          ]);
+        const workdir = tempWorkspace("team-close");
+        const server = path.join(chapterDir(chapter), "servers", "course-mcp.mjs");
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "start",
+            reply: reply(
+              toolUse("connect_mcp", { name: "docs" }),
+              toolUse("spawn_teammate", {
+                name: "dave",
+                role: "dev",
+                prompt: "Sleep.",
+                task_id: "task_0000da7e",
+              }),
+            ),
+          },
+          { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
+          {
+            when: firstOf("dave"),
+            reply: reply(
+              toolUse("bash", {
+                command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
+              }),
+            ),
+          },
+        ];
+        const stdin = new PassThrough();
+        stdin.write("start\n");
+        const pending = runChapter(chapter, {
+          main,
+          steps,
+          env: TEAM,
+          workdir,
+          stdin,
+          files: {
+            ...taskFile("task_0000da7e", { subject: "sleepy" }),
+            ".mcp.json": JSON.stringify({
+              mcpServers: {
+                docs: {
+                  command: "node",
+                  args: [server, "docs", "--pidfile", path.join(workdir, "docs.pid")],
+                },
+              },
+            }),
+          },
+        });
+        const sleeping = await waitForPid(path.join(workdir, "sleep.pid"));
+        const docs = await waitForPid(path.join(workdir, "docs.pid"));
+        stdin.end();
+        const run = await pending;
+        expect(run.output).toContain("[broken] could not close: its lock file is gone");
+        expect(await endsWithin(sleeping, 2000)).toBe(true);
+        expect(await endsWithin(docs, 2000)).toBe(true);
+        expect(run.code).toBe(0);
+      });
+    }
 
     edge(
       "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",

@@ -13,6 +13,11 @@ export interface ToolOutput {
   isError?: boolean;
   /** Already reported to the user (a permission denial): the printer skips its preview. */
   quiet?: boolean;
+  /**
+   * A gate refused the call, as data another mechanism can read without matching the
+   * wording: which gate, why, and whether the user's approval would have let it run.
+   */
+  denied?: { gate: string; reason: string; approvable: boolean };
 }
 
 export interface ToolContext {

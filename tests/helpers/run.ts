@@ -117,6 +117,8 @@ export interface RunOptions {
   server?: FakeServer;
   /** Receives the handler main registers for Ctrl-C (call it to interrupt, as SIGINT would). */
   onSignal?: (handler: () => void) => void;
+  /** Runs this entry instead of the chapter's own (a list of mechanisms a test composes). */
+  main?: Main;
 }
 
 export interface RunOutcome {
@@ -135,7 +137,7 @@ export async function loadMain(chapter: Chapter): Promise<Main> {
 }
 
 export async function runChapter(chapter: Chapter, options: RunOptions = {}): Promise<RunOutcome> {
-  const main = await loadMain(chapter);
+  const main = options.main ?? (await loadMain(chapter));
   const workdir = options.workdir ?? tempWorkspace(chapter.id);
   if (options.files) writeFiles(workdir, options.files);
   const model = options.model ?? new ScriptedModel(options.steps ?? []);

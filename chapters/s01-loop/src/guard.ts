@@ -1,7 +1,7 @@
 /**
  * The one check before every tool call. In s01 it is a block list of dangerous substrings
  * for any call that runs a command: a teaching device, not a security boundary (`s\udo`
- * walks past it). s03 replaces this file with the permission pipeline.
+ * walks past it).
  */
 import type { ToolOutput } from "shared";
 import type { Mechanism, RunContext, ToolCall } from "./contract.ts";

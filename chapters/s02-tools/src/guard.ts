@@ -3,8 +3,7 @@
  * touches (its tool's `target`): a block list of dangerous substrings for any command (a
  * teaching device, not a security boundary: `s\udo` walks past it), and the workspace
  * refusal for any path, which compares real paths so `..`, absolute paths and symlinks
- * that leave WORKDIR are all caught. s03 replaces this file with the permission pipeline,
- * which asks instead.
+ * that leave WORKDIR are all caught.
  */
 import type { ToolOutput } from "shared";
 import type { Mechanism, RunContext, ToolCall } from "./contract.ts";

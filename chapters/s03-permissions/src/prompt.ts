@@ -1,15 +1,14 @@
 /**
  * The system prompt: sections joined by blank lines. The identity line comes first, then
  * each mechanism's sections in list order; sections that change during a session
- * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
- * cacheable. Each mechanism file owns its section; this file only puts them in order.
+ * (`dynamic`) go after every stable one, so the stable prefix stays cacheable. Each mechanism file owns its section; this file only puts them in order.
  */
 import type { Mechanism, Role } from "./contract.ts";
 
 export interface PromptSection {
   id: string;
   text: string;
-  /** Rebuilt during the session (memory, time, goal): placed after every stable section. */
+  /** Rebuilt during the session: placed after every stable section. */
   dynamic?: boolean;
 }
 

@@ -11,7 +11,7 @@
  *                   tools, prompt and seams gathered from the list
  *                 close every mechanism
  *
- * Nothing here is specific to a chapter; it is the same file from s01 to s17.
+ * Nothing here is specific to one mechanism.
  */
 import {
   type Config,
@@ -30,13 +30,19 @@ import {
   type ModelClient,
   type Printer,
   type SessionLog,
-  type ToolDefinition,
   type ToolMap,
   toolMap,
   transcriptSink,
   UsageMeter,
 } from "shared";
-import { commandsOf, gatherTools, type LoopSeams, type Mechanism, type Role } from "./contract.ts";
+import {
+  closeAll,
+  commandsOf,
+  gatherTools,
+  type LoopSeams,
+  type Mechanism,
+  type Role,
+} from "./contract.ts";
 import { agentLoop } from "./loop.ts";
 import { systemPrompt } from "./prompt.ts";
 import { runRepl } from "./repl.ts";
@@ -70,8 +76,6 @@ export interface Harness {
   readonly reader: LineReader;
   /** Tools, system prompt and seams of one loop run of an agent of `role`. */
   agent(role: Role, scope: string): AgentSetup;
-  /** True while a mechanism's work still runs and will report back (`Mechanism.busy`). */
-  busy(): boolean;
 }
 
 export async function runHarness(
@@ -103,15 +107,11 @@ export async function runHarness(
   } catch (error) {
     return fail(error);
   }
-  harness.wrapClient((base) =>
-    mechanisms.reduce((client, mechanism) => mechanism.extendClient?.(client) ?? client, base),
-  );
   harness.agent = (role, scope) => ({
     tools: toolMap(gatherTools(mechanisms, role)),
     system: systemPrompt(config.workdir, mechanisms, role),
     seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
   });
-  harness.busy = () => mechanisms.some((mechanism) => mechanism.busy?.() ?? false);
   if (config.offline) {
     // Loaded only now: a normal run never pays for the fake server and the script.
     const [{ runDemo }, { DEMO }] = await Promise.all([
@@ -157,7 +157,11 @@ export async function runHarness(
       },
     });
   } finally {
-    for (const mechanism of mechanisms) await mechanism.close?.();
+    await closeAll(mechanisms, (name, error) => {
+      const why = error instanceof Error ? error.message : String(error);
+      harness.printer.line(`[${name}] could not close: ${why}`, "error");
+      harness.log.record("close", { mechanism: name, error: why });
+    });
     reader.close();
   }
 }
@@ -167,7 +171,7 @@ function createServices(
   chapter: Chapter,
   config: Config,
   reader: () => LineReader,
-): Harness & { wrapClient(wrap: (base: ModelClient) => ModelClient): void } {
+): Harness {
   const printer = createPrinter(io.stdout, colorEnabled(io.stdout, io.env));
   const log = createSessionLog({
     workdir: config.workdir,
@@ -176,26 +180,12 @@ function createServices(
   const usage = new UsageMeter();
   const toTranscript = transcriptSink(log);
   // The SDK is loaded on the first model call, so the prompt appears without waiting for it.
-  const base = createModelClient({
+  const client = createModelClient({
     anthropic: () => createAnthropic(config),
     log,
     usage,
     observer: io.observer,
   });
-  // Stable for the whole session: mechanisms keep it, and each call goes to the client
-  // their `extendClient` wrappers made of `base` (runHarness wraps it once the list is made).
-  let composed = base;
-  const client: ModelClient = {
-    create: (params, options) => composed.create(params, options),
-    stream: async (params, options) => {
-      if (composed.stream) return composed.stream(params, options);
-      // A wrapper that cannot stream: the answer comes whole, handed over in one piece.
-      const message = await composed.create(params, options);
-      const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
-      if (text.length > 0) options?.onText?.(text.join(""));
-      return message;
-    },
-  };
   return {
     chapter,
     config,
@@ -203,9 +193,6 @@ function createServices(
     workdir: config.workdir,
     model: config.model,
     client,
-    wrapClient(wrap) {
-      composed = wrap(base);
-    },
     log,
     usage,
     printer,
@@ -220,7 +207,6 @@ function createServices(
     agent: () => {
       throw new Error("agent() is ready once the mechanisms are made");
     },
-    busy: () => false,
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Hooks (s04): code that runs around the loop at named events, so new concerns (logging,
+ * Hooks: code that runs around the loop at named events, so new concerns (logging,
  * checks, notifications) plug in without another line in the loop.
  *
  *   UserPromptSubmit  a typed line, before it joins the history   can drop it or add context
@@ -36,7 +36,7 @@ const TOOL_EVENTS = new Set<string>(["PreToolUse", "PostToolUse"]);
 
 type MessageParam = Anthropic.MessageParam;
 /** Where a hook runs: the scope that caused it, the workspace and the turn's signal. */
-type Where = Pick<RunContext, "workdir" | "scope" | "signal"> & Partial<Pick<RunContext, "role">>;
+type Where = Pick<RunContext, "workdir" | "scope" | "signal">;
 
 export interface HookContext {
   scope: string;
@@ -117,8 +117,8 @@ export class HookBus {
     return {
       beforeToolCall: (call, run) => this.preToolUse(call, run),
       afterToolCall: (call, output, run) => this.postToolUse(call, output, run),
-      afterResults: (results) => {
-        this.toolCalls += results.length;
+      afterResults: (round) => {
+        this.toolCalls += round.length;
         return [];
       },
       onStop: async (messages, _response, run) => {
@@ -315,18 +315,12 @@ export class HookBus {
     where: Where,
     fields: Record<string, unknown>,
   ): Promise<CommandOutcome> {
-    // A teammate's calls (s13) say which teammate made them: `agent_name` in the input.
-    const agent = where.role === "teammate" ? { agent_name: where.scope } : {};
-    return runCommandHook(
-      hook,
-      { ...fields, ...agent },
-      {
-        ...where,
-        log: this.options.log,
-        env: this.options.env ?? process.env,
-        say: (text, tone) => this.say(where.scope, text, tone),
-      },
-    );
+    return runCommandHook(hook, fields, {
+      ...where,
+      log: this.options.log,
+      env: this.options.env ?? process.env,
+      say: (text, tone) => this.say(where.scope, text, tone),
+    });
   }
 
   private report(
@@ -390,7 +384,7 @@ export function hooksSection() {
 /**
  * Hooks as a mechanism: the sample in-code hooks and the project's command hooks on one
  * bus, at the loop's tool seams and its Stop exit, and at the REPL's prepare step for
- * UserPromptSubmit. Teammates (s13) get the tool events only.
+ * UserPromptSubmit.
  */
 export function hooksMechanism(
   harness: Pick<Harness, "workdir" | "emit" | "log" | "env">,
@@ -413,11 +407,7 @@ export function hooksMechanism(
   return {
     name: "hooks",
     sections: () => [hooksSection()],
-    loop: (run) => {
-      const seams = bus.loopSeams();
-      if (run.role === "teammate") delete seams.onStop;
-      return seams;
-    },
+    loop: () => bus.loopSeams(),
     turn: {
       prepare: async (input: TurnInput) => {
         const content = await bus.userPromptSubmit(input.request);

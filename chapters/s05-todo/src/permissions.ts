@@ -1,5 +1,5 @@
 /**
- * The permission pipeline (s03): three gates before every tool call.
+ * The permission pipeline: three gates before every tool call.
  *
  *   Gate 1  the deny list: commands never allowed, nobody is asked
  *   rules   `.claude/settings*.json` permissions: deny > ask > allow
@@ -8,8 +8,8 @@
  *   Gate 3  the approval prompt; without a terminal the call is denied (fail closed)
  *
  * The gates never name a tool: each tool says what a call touches (its `target`: the
- * command it runs, the path it reads or writes), so a tool added in a later chapter is
- * judged without an edit here. A denied call still gets a tool_result (is_error) that
+ * command it runs, the path it reads or writes), so a tool added later is judged without
+ * an edit here. A denied call still gets a tool_result (is_error) that
  * names the gate, so the model learns why and can adapt. Commands are read at command
  * position by shell-parse.ts (`rm` as a command, not inside `echo rm x`): a heuristic that
  * catches honest mistakes, not a sandbox.
@@ -108,7 +108,7 @@ export function createPermissionGate(options: PermissionOptions) {
       const tag = decision.gate === "deny list" ? "[blocked]" : "[denied]";
       notice(options, run, `${tag} ${decision.message}`, tone);
       record(options, run, call, decision.gate, "deny");
-      return { content: decision.message, isError: true, quiet: true };
+      return denied(decision.message, decision.gate, decision.message, false);
     }
     return approve(call, decision.reason, options, run);
   };
@@ -123,32 +123,14 @@ async function approve(
 ): Promise<ToolOutput | null> {
   notice(options, run, `[permission] ${reason}`, "warn");
   notice(options, run, `   Tool: ${call.name}(${JSON.stringify(call.input)})`, "warn");
-  // Only a typed line's turn has someone at the prompt; a scheduled (s12), team (s13) or
-  // background (s15) turn runs while nobody waits for a question, and a teammate (s13)
-  // has no terminal at all: its lead may run the call instead.
-  const teammate = run.role === "teammate";
-  const nobody = teammate
-    ? "a teammate cannot ask the user"
-    : run.turn !== "user"
-      ? `a ${run.turn === "team" ? "team-event" : run.turn} turn cannot ask the user`
-      : options.reader.isTTY
-        ? null
-        : "stdin is not a terminal";
-  if (nobody !== null) {
+  // Without a terminal nobody can answer: the call is denied without a question.
+  if (!options.reader.isTTY) {
     const message =
-      `Permission denied: approval needed (${reason}) but ${nobody}; ` +
-      (teammate
-        ? "ask lead to run it, or add an allow rule in .claude/settings.json."
-        : "an allow rule in .claude/settings.json can permit this call.");
+      `Permission denied: approval needed (${reason}) but stdin is not a terminal; ` +
+      "an allow rule in .claude/settings.json can permit this call.";
     notice(options, run, `[denied] ${message}`, "warn");
-    record(
-      options,
-      run,
-      call,
-      reason,
-      `deny (${teammate ? "teammate" : run.turn === "user" ? "no terminal" : `${run.turn} turn`})`,
-    );
-    return { content: message, isError: true, quiet: true };
+    record(options, run, call, reason, "deny (no terminal)");
+    return denied(message, "approval", reason, true);
   }
   const prefix = run.scope === "main" ? "" : `  [${run.scope}] `;
   const answer = await options.reader.ask(`${prefix}   Allow? [y/N] `);
@@ -157,7 +139,12 @@ async function approve(
   if (yes) return null;
   const message = `Permission denied by the user at the approval prompt (${reason}).`;
   notice(options, run, `[denied] ${message}`, "warn");
-  return { content: message, isError: true, quiet: true };
+  return denied(message, "approval", reason, false);
+}
+
+/** A refusal as the model reads it, and as data: which gate, why, whether approval would do. */
+function denied(message: string, gate: string, reason: string, approvable: boolean): ToolOutput {
+  return { content: message, isError: true, quiet: true, denied: { gate, reason, approvable } };
 }
 
 function notice(options: PermissionOptions, run: RunContext, text: string, tone: Tone) {
@@ -222,7 +209,7 @@ export function decide(call: ToolCall, options: DecideOptions): Decision {
 
 /** Gate 2's built-in rules: a reason the call needs a human, or null. */
 export function builtInReason(target: ToolTarget | null, workdir: string): string | null {
-  // A tool may ask for every call (s14's MCP tools): only a rule in the settings skips it.
+  // A tool may say that every call asks (`target.ask`): only a rule in the settings skips it.
   if (target?.ask) return target.ask;
   if (target?.command !== undefined) {
     const reason = destructiveReason(target.command);
@@ -334,7 +321,7 @@ export function parseRules(files: SettingsFile[]): { rules: Rule[]; problems: st
 }
 
 function parseRule(text: string): { tool: string; specifier: string | null } | null {
-  // A trailing `*` names a family of tools: `mcp__docs__*` (s14).
+  // A trailing `*` names a family of tools: `mcp__docs__*`.
   const match = /^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$/s.exec(text);
   if (!match) return null;
   const specifier = match[2];

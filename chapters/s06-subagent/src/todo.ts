@@ -153,7 +153,7 @@ export function todoReminder(options: TodoOptions): Pick<LoopSeams, "afterResult
   let silentRounds = 0;
   let seenRuns = options.manager.runs;
   return {
-    afterResults(_results, _response, run): Anthropic.TextBlockParam[] {
+    afterResults(_round, run): Anthropic.TextBlockParam[] {
       if (options.manager.runs !== seenRuns) {
         seenRuns = options.manager.runs;
         silentRounds = 0;
@@ -185,7 +185,7 @@ export function planningSection() {
 
 /**
  * Planning as a mechanism: `todo_write` and the Planning section for the main agent, and
- * the reminder in each of its loop runs. Subagents and teammates have neither.
+ * the reminder in each of its loop runs; no other agent has either.
  */
 export function todoMechanism(harness: Pick<Harness, "emit" | "log">): Mechanism {
   const options: TodoOptions = { manager: new TodoManager(), emit: harness.emit, log: harness.log };

@@ -9,26 +9,25 @@
  *
  *   tools            every mechanism's in list order, then each `extendTool` over all of them
  *   commands         every mechanism's; two with one name is a mistake in main.ts
+ *   sources          one per event kind; a second of one kind is a mistake in main.ts
+ *   close            every mechanism's, in list order, even after one throws
  *   beforeModelCall  each in list order, one after the other
  *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
  *   beforeToolCall   in list order until one refuses the call; that refusal is the result
  *   afterToolCall    in list order, each given the output the previous one returned
  *   afterResults     the text blocks of all of them, concatenated in list order
  *   afterBatch       each in list order
- *   beforeStop       in list order until one answers; its text continues the loop and
- *                    onStop is not asked
  *   onStop           in list order until one answers; its text continues the loop
  *   onAppend         every listener, in list order
  *
  * docs/architecture.md has the whole picture.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import type { ModelClient, Tone, ToolContext, ToolDefinition, ToolMap, ToolOutput } from "shared";
+import type { Tone, ToolContext, ToolDefinition, ToolMap, ToolOutput } from "shared";
 import type { PromptSection } from "./prompt.ts";
 
 type Message = Anthropic.Message;
 type MessageParam = Anthropic.MessageParam;
-type ToolResult = Anthropic.ToolResultBlockParam;
 
 // --- A loop run -------------------------------------------------------------------------
 
@@ -38,28 +37,19 @@ export interface ToolCall {
   input: unknown;
 }
 
-/** Which kind of agent runs a loop: the one at the prompt, a subagent, a teammate. */
-export type Role = "main" | "subagent" | "teammate";
+/** Which kind of agent runs a loop: the one at the prompt, or a subagent it started. */
+export type Role = "main" | "subagent";
 
-/**
- * What started the turn: a typed line, a scheduled prompt, team events, a finished
- * background job. Only a user turn can stop to ask the user something.
- */
-export type TurnKind = "user" | "scheduled" | "team" | "background";
+/** What started the turn. So far only a typed line does. */
+export type TurnKind = "user";
 
 /**
  * Who put a message into the history, so one mechanism can tell another's messages apart
  * without matching their text: the turn's `input`, the `model`, a round's `tool_results`
- * (and what rides with them), a `continuation` a Stop hook asked for, a `compaction`
- * summary or marker, a `notification` message.
+ * (and what rides with them), a `continuation` an `onStop` seam asked for, a `compaction`
+ * summary or marker.
  */
-export type Origin =
-  | "input"
-  | "model"
-  | "tool_results"
-  | "continuation"
-  | "compaction"
-  | "notification";
+export type Origin = "input" | "model" | "tool_results" | "continuation" | "compaction";
 
 const origins = new WeakMap<MessageParam, Origin>();
 
@@ -78,11 +68,17 @@ export function originOf(message: MessageParam): Origin | undefined {
 export interface RunContext extends ToolContext {
   role: Role;
   turn: TurnKind;
-  /** The active request: the line (or scheduled text, or task prompt) this run works on. */
+  /** The active request: what this run works on (the typed line, for a user turn). */
   request: string;
   /** The system prompt of the coming (or current) model call. */
   system: string;
   tools: ToolMap;
+}
+
+/** One call of a round and what came of it (a refusal is an outcome too). */
+export interface CallOutcome {
+  call: ToolCall;
+  output: ToolOutput;
 }
 
 /** How a run of the loop ended. */
@@ -112,19 +108,10 @@ export interface LoopSeams {
   beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
   /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
   afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
-  /** After a round's results are collected: text blocks to put after every tool_result. */
-  afterResults?(
-    results: ToolResult[],
-    response: Message,
-    run: RunContext,
-  ): Anthropic.TextBlockParam[];
+  /** After a round's calls all have an outcome: text blocks to put after every tool_result. */
+  afterResults?(round: CallOutcome[], run: RunContext): Anthropic.TextBlockParam[];
   /** After a round's results message was appended. */
   afterBatch?(messages: MessageParam[], run: RunContext): Promise<void>;
-  /**
-   * At the no-tool_use exit, before `onStop`: text continues the loop as a new user message
-   * and `onStop` is not asked; null goes on to `onStop`.
-   */
-  beforeStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** At the no-tool_use exit: text continues the loop as a new user message; null lets it end. */
   onStop?(messages: MessageParam[], response: Message, run: RunContext): Promise<string | null>;
   /** Every message appended to the history, with who made it. */
@@ -141,7 +128,6 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
   const after = all("afterToolCall");
   const extras = all("afterResults");
   const batches = all("afterBatch");
-  const gatesAtStop = all("beforeStop");
   const stops = all("onStop");
   const listeners = all("onAppend");
   return {
@@ -168,18 +154,11 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
       for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
       return kept;
     },
-    afterResults(results, response, run) {
-      return extras.flatMap((seams) => seams.afterResults(results, response, run));
+    afterResults(round, run) {
+      return extras.flatMap((seams) => seams.afterResults(round, run));
     },
     async afterBatch(messages, run) {
       for (const seams of batches) await seams.afterBatch(messages, run);
-    },
-    async beforeStop(messages, response, run) {
-      for (const seams of gatesAtStop) {
-        const answer = await seams.beforeStop(messages, response, run);
-        if (answer) return answer;
-      }
-      return null;
     },
     async onStop(messages, response, run) {
       for (const seams of stops) {
@@ -199,7 +178,7 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
 /** What starts a turn: its kind, its active request and its first user message's content. */
 export interface TurnInput {
   kind: TurnKind;
-  /** What compaction restates and memory recalls for: the typed line, the scheduled text … */
+  /** What the turn works on: the typed line, for a user turn. */
   request: string;
   content: string | Anthropic.ContentBlockParam[];
 }
@@ -271,31 +250,18 @@ export interface Mechanism {
    * every tool of the agent; return the tool as it is to leave it alone.
    */
   extendTool?(tool: ToolDefinition, role: Role): ToolDefinition;
-  /**
-   * Wraps the model client every agent and side call uses. Applied in list order, each to
-   * the client the earlier ones made, so the last is outermost; `harness.client` forwards to
-   * the result, so a client a factory kept works too.
-   */
-  extendClient?(client: ModelClient): ModelClient;
   /** Its system prompt sections for an agent of `role` (stable ones first, dynamic last). */
   sections?(role: Role): PromptSection[];
   /** Its loop seams for one run of the loop (called as each run starts, so state starts fresh). */
   loop?(run: LoopRun): LoopSeams | null;
   /** Slash commands, by name without the `/`. */
   commands?: Record<string, SlashCommand>;
-  /**
-   * Extends a slash command an earlier mechanism gives, as `extendTool` does a tool. Called
-   * for every command; return it as it is to leave it.
-   */
-  extendCommand?(name: string, command: SlashCommand): SlashCommand;
   /** Called once before the first prompt: its lines for the banner. */
   start?(): BannerLine[];
   /** The main agent's turn lifecycle: prepare, before and after each turn. */
   turn?: TurnHooks;
   /** Event sources for the REPL's queue (timers, inboxes, finished jobs). */
   sources?: EventSource[];
-  /** True while work it started still runs and will report back. */
-  busy?(): boolean;
   /** Called once when the session ends: stop timers, end child processes, release locks. */
   close?(): void | Promise<void>;
 }
@@ -313,10 +279,7 @@ export function gatherTools(mechanisms: Mechanism[], role: Role): ToolDefinition
   return tools;
 }
 
-/**
- * Every mechanism's slash commands, then each mechanism's `extendCommand` applied to all of
- * them in list order; two with one name is a mistake in main.ts.
- */
+/** Every mechanism's slash commands; two with one name is a mistake in main.ts. */
 export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
   const commands = new Map<string, SlashCommand>();
   for (const mechanism of mechanisms) {
@@ -325,10 +288,36 @@ export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
       commands.set(name, command);
     }
   }
-  for (const mechanism of mechanisms) {
-    const extend = mechanism.extendCommand?.bind(mechanism);
-    if (!extend) continue;
-    for (const [name, command] of commands) commands.set(name, extend(name, command));
-  }
   return commands;
+}
+
+/**
+ * The event sources by kind, in list order. A second source of one kind is a mistake in
+ * main.ts, as a second tool of one name is: the REPL could hand that kind to one only.
+ */
+export function sourcesByKind(sources: EventSource[]): Map<string, EventSource> {
+  const byKind = new Map<string, EventSource>();
+  for (const source of sources) {
+    if (byKind.has(source.kind)) throw new Error(`two event sources of kind '${source.kind}'`);
+    byKind.set(source.kind, source);
+  }
+  return byKind;
+}
+
+/**
+ * Closes every mechanism at the end of the session, in list order. One whose `close` throws
+ * does not keep the later ones from closing (they may hold child processes or locks): what
+ * it threw goes to `report`, and the next one closes.
+ */
+export async function closeAll(
+  mechanisms: Mechanism[],
+  report: (mechanism: string, error: unknown) => void,
+): Promise<void> {
+  for (const mechanism of mechanisms) {
+    try {
+      await mechanism.close?.();
+    } catch (error) {
+      report(mechanism.name, error);
+    }
+  }
 }

@@ -3,10 +3,10 @@
  *
  * Every command runs through the system shell in WORKDIR, in its own process group, with
  * an empty stdin. Its streams are read with a cap, so any amount of output is truncated
- * rather than an error, and a timeout kills the whole group. Command hooks (s04) and
- * background jobs (s11) reuse `runCommand`.
+ * rather than an error, and a timeout kills the whole group. Whatever else runs a command
+ * uses `runCommand` too.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import {
   asObject,
   invalidInput,
@@ -32,8 +32,6 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Written to the command's stdin, which is then closed; absent means an empty stdin. */
   stdin?: string;
-  /** Told the child once it runs (s11's jobs end their own process groups at exit). */
-  onSpawn?(child: ChildProcess): void;
 }
 
 export interface RunResult {
@@ -71,7 +69,6 @@ export function runCommand(command: string, options: RunOptions): Promise<RunRes
       return;
     }
     trackChild(child);
-    options.onSpawn?.(child);
     const out = capped(child.stdout);
     const err = capped(child.stderr);
     if (options.stdin !== undefined && child.stdin) {

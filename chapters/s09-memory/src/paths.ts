@@ -1,6 +1,6 @@
 /**
- * Workspace paths: what "inside WORKDIR" means. The guard (s02) and the permission gates
- * (s03) decide with these, and `glob` filters what it lists. Paths are compared as real
+ * Workspace paths: what "inside WORKDIR" means. The checks before a tool call decide with
+ * these, and `glob` filters what it lists. Paths are compared as real
  * paths, symlinks resolved, so `..`, absolute paths and links that leave the workspace are
  * all outside, and a dangling link counts as where it points.
  */

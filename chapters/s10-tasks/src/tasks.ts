@@ -30,7 +30,7 @@ import type { BannerLine, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { STATUSES, TASK_ID, type Task, type TaskStatus, TaskStore } from "./tasks-store.ts";
 
-/** The main agent's name as an owner, in every process (s13's lead too). */
+/** The main agent's name as an owner, in every process. */
 export const OWNER = "agent";
 
 const MARKERS: Record<TaskStatus, string> = {

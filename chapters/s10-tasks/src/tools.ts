@@ -7,8 +7,8 @@
  * dispatches by name through an own-key map, so it does not change.
  *
  * Paths are relative to WORKDIR. The tools do not check confinement themselves: each says
- * which path a call reads or writes (`target`), and guard.ts refuses paths that leave the
- * workspace before a tool runs (s03 swaps that refusal for an approval). Only `glob` keeps
+ * which path a call reads or writes (`target`), and the check before every call (a
+ * `beforeToolCall` seam) judges paths that leave the workspace. Only `glob` keeps
  * its own filter, because it must never *list* outside paths.
  */
 import type { Dirent, Stats } from "node:fs";

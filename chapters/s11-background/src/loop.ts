@@ -18,6 +18,7 @@ import {
   toolSpecs,
 } from "shared";
 import {
+  type CallOutcome,
   composeSeams,
   type LoopResult,
   type LoopSeams,
@@ -42,7 +43,7 @@ export interface LoopConfig {
   tools: ToolMap;
   /** The system prompt, or a function that builds it before each call. */
   system: string | (() => string);
-  /** Who runs this loop: "main", "sub", a teammate's name (printing, log, usage). */
+  /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
   scope: string;
   /** Absent: "main". */
   role?: Role;
@@ -100,9 +101,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
       showProse(response, config, false);
       if (run.role === "main")
         config.emit({ type: "text", scope: config.scope, text: textOf(response) });
-      const continuation =
-        (await seams.beforeStop(messages, response, run)) ??
-        (await seams.onStop(messages, response, run));
+      const continuation = await seams.onStop(messages, response, run);
       if (continuation) {
         append({ role: "user", content: continuation }, "continuation");
         continue;
@@ -111,20 +110,22 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     }
 
     showProse(response, config);
-    const results: ToolResult[] = [];
+    const round: CallOutcome[] = [];
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
-      const toolCall = { id: block.id, name: block.name, input: block.input };
-      const output = await runTool(toolCall, config, run, seams);
-      results.push({
-        type: "tool_result",
-        tool_use_id: block.id,
-        content: output.content,
-        ...(output.isError ? { is_error: true } : {}),
-      });
+      const call = { id: block.id, name: block.name, input: block.input };
+      round.push({ call, output: await runTool(call, config, run, seams) });
     }
     throwIfAborted(signal);
-    const extra = seams.afterResults(results, response, run);
+    const results = round.map(
+      ({ call, output }): ToolResult => ({
+        type: "tool_result",
+        tool_use_id: call.id,
+        content: output.content,
+        ...(output.isError ? { is_error: true } : {}),
+      }),
+    );
+    const extra = seams.afterResults(round, run);
     append({ role: "user", content: [...results, ...extra] }, "tool_results");
     await seams.afterBatch(messages, run);
 

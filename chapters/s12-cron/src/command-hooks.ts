@@ -16,7 +16,7 @@ import type { SettingsFile } from "./settings.ts";
 
 /** Seconds a command hook may run when its settings give no `timeout`. */
 export const DEFAULT_HOOK_TIMEOUT_S = 60;
-/** Events command hooks may name: Claude Code's `SubagentStop` fires for subagents (s06). */
+/** Events command hooks may name, Claude Code's: `SubagentStop` fires for a scope other than main. */
 export const COMMAND_EVENTS = new Set([
   "UserPromptSubmit",
   "PreToolUse",

@@ -280,7 +280,6 @@ export function backgroundMechanism(
   };
   return {
     name: "background",
-    busy: () => jobs.runningCount > 0,
     extendTool: (tool, role: Role) =>
       tool.name === "bash" && role === "main"
         ? (withBackgroundFlag(tool, jobs) as ToolDefinition)

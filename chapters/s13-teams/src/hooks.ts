@@ -1,5 +1,5 @@
 /**
- * Hooks (s04): code that runs around the loop at named events, so new concerns (logging,
+ * Hooks: code that runs around the loop at named events, so new concerns (logging,
  * checks, notifications) plug in without another line in the loop.
  *
  *   UserPromptSubmit  a typed line, before it joins the history   can drop it or add context
@@ -117,8 +117,8 @@ export class HookBus {
     return {
       beforeToolCall: (call, run) => this.preToolUse(call, run),
       afterToolCall: (call, output, run) => this.postToolUse(call, output, run),
-      afterResults: (results) => {
-        this.toolCalls += results.length;
+      afterResults: (round) => {
+        this.toolCalls += round.length;
         return [];
       },
       onStop: async (messages, _response, run) => {
@@ -315,7 +315,7 @@ export class HookBus {
     where: Where,
     fields: Record<string, unknown>,
   ): Promise<CommandOutcome> {
-    // A teammate's calls (s13) say which teammate made them: `agent_name` in the input.
+    // A teammate's calls say which teammate made them: `agent_name` in the input.
     const agent = where.role === "teammate" ? { agent_name: where.scope } : {};
     return runCommandHook(
       hook,
@@ -390,7 +390,7 @@ export function hooksSection() {
 /**
  * Hooks as a mechanism: the sample in-code hooks and the project's command hooks on one
  * bus, at the loop's tool seams and its Stop exit, and at the REPL's prepare step for
- * UserPromptSubmit. Teammates (s13) get the tool events only.
+ * UserPromptSubmit. Teammates get the tool events only: their loops have no Stop hooks.
  */
 export function hooksMechanism(
   harness: Pick<Harness, "workdir" | "emit" | "log" | "env">,

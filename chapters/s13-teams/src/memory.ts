@@ -301,7 +301,7 @@ export function loadRecords(
 /**
  * Memory as a mechanism: recall before each turn and extraction after it (turn hooks), the
  * journal (the main loop's onAppend seam), the Project instructions and Memory sections,
- * `/memory`. Subagents and teammates get the project instructions only.
+ * `/memory`. Every other agent gets the project instructions only.
  */
 export function memoryMechanism(
   harness: Pick<Harness, "workdir" | "client" | "model" | "emit" | "log" | "env" | "printer">,

@@ -3,8 +3,8 @@
  *
  * Every command runs through the system shell in WORKDIR, in its own process group, with
  * an empty stdin. Its streams are read with a cap, so any amount of output is truncated
- * rather than an error, and a timeout kills the whole group. Command hooks (s04) and
- * background jobs (s11) reuse `runCommand`.
+ * rather than an error, and a timeout kills the whole group. Whatever else runs a command
+ * uses `runCommand` too.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import {
@@ -32,7 +32,7 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Written to the command's stdin, which is then closed; absent means an empty stdin. */
   stdin?: string;
-  /** Told the child once it runs (s11's jobs end their own process groups at exit). */
+  /** Told the child once it runs (a background job ends its own process group at exit). */
   onSpawn?(child: ChildProcess): void;
 }
 

@@ -186,7 +186,8 @@ export function maxTokensSeams(printer: Pick<Printer, "line">): LoopSeams {
       if (!truncated) run.maxTokens = undefined;
       return response;
     },
-    async beforeToolCall() {
+    // Before the gates: a call cut off mid-input must not ask the user or run a hook.
+    async beforeCalls() {
       return truncated ? { content: RESEND_SMALLER, isError: true } : null;
     },
     async onStop(_messages, response) {

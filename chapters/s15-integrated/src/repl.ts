@@ -1,16 +1,16 @@
 /**
  * The REPL: one event, one turn. Everything arrives through the line reader's one queue:
- * typed lines, and from s12 on events of the sources mechanisms register (each event kind
- * is handed to the source that registered it). Quit words, EOF and Ctrl-C at the prompt end
+ * typed lines, and events of the sources mechanisms register (each event kind is handed
+ * to the source that registered it). Quit words, EOF and Ctrl-C at the prompt end
  * the session with status 0; blank lines re-prompt; slash commands are handled here and
  * never reach the model.
  *
  * A turn's lifecycle, each step a seam mechanisms can join:
  *
  *   prepare      user turns only: may rewrite the typed line's message, or drop the line
- *   beforeTurn   the history holds the new user message (s09 recalls memory here)
+ *   beforeTurn   the history holds the new user message
  *   run          the loop, to its final reply (the loop shows each reply as it arrives)
- *   afterTurn    after a normal end only (s09 extracts memory here)
+ *   afterTurn    after a normal end only
  *   usage line
  *
  * An API error prints one red line and restores the history to where it was before the
@@ -31,6 +31,7 @@ import {
   type EventSource,
   type LoopResult,
   type SlashCommand,
+  sourcesByKind,
   type Turn,
   type TurnHooks,
   type TurnInput,
@@ -62,7 +63,7 @@ export interface ReplOptions {
 export async function runRepl(options: ReplOptions): Promise<number> {
   const { reader, printer } = options;
   const commands = options.commands ?? new Map<string, SlashCommand>();
-  const sources = new Map((options.sources ?? []).map((source) => [source.kind, source]));
+  const sources = sourcesByKind(options.sources ?? []);
   for (const source of sources.values()) {
     source.start?.((text) => reader.push({ type: "external", kind: source.kind, text }));
   }
@@ -127,12 +128,12 @@ async function runSlash(
       signal: controller.signal,
     });
   } catch (error) {
-    // A failing command (s08's /compact calls the API) never ends the session.
+    // A failing command (one may call the API) never ends the session.
     printer.line(describeApiError(error, options.model), "error");
     return undefined;
   } finally {
     options.reader.onTurnInterrupt = null;
-    // A command that called the model (s08's /compact) shows what it spent.
+    // A command that called the model shows what it spent.
     const spent = usage.formatTurn();
     if (spent) printer.line(spent, "dim");
   }
@@ -152,7 +153,7 @@ async function prepare(input: TurnInput, options: ReplOptions): Promise<TurnInpu
 
 async function runOneTurn(input: TurnInput, options: ReplOptions): Promise<void> {
   const { history, printer, reader, usage, log } = options;
-  // A copy of the messages, not a length: later chapters (s08) may rewrite the history
+  // A copy of the messages, not a length: a mechanism may rewrite the history
   // during a turn, and a failed turn must leave it exactly as it was.
   const before = history.slice();
   const controller = new AbortController();

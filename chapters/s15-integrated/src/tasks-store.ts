@@ -1,5 +1,5 @@
 /**
- * The task store (s10): one JSON file per task under `<WORKDIR>/.harness/tasks/`, a lock
+ * The task store: one JSON file per task under `<WORKDIR>/.harness/tasks/`, a lock
  * that makes every change atomic across processes, and the graph rules. s13 adds a task's
  * `worktree` binding, claims checked per owner, and release (a task back to the board).
  *
@@ -15,18 +15,10 @@
  * path and never rewritten.
  */
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { harnessPath, writeFileAtomic } from "shared";
+import { LockError, LockFile } from "./lockfile.ts";
 import { isInside } from "./paths.ts";
 
 export const STATUSES = ["pending", "in_progress", "completed"] as const;
@@ -143,20 +135,26 @@ type Read = { ok: true; task: Task } | { ok: false; reason: string; missing: boo
 export class TaskStore {
   readonly workdir: string;
   readonly dir: string;
-  private readonly lockWaitMs: number;
-  private readonly lockRetryMs: number;
   private readonly newId: () => string;
   private readonly say: (text: string) => void;
-  /** The content of the lock this store holds, or null. */
-  private held: string | null = null;
+  /** Every change is made under this lock (lockfile.ts), across processes. */
+  private readonly lock: LockFile;
 
   constructor(workdir: string, options: TaskStoreOptions = {}) {
     this.workdir = workdir;
     this.dir = path.join(workdir, ".harness", "tasks");
-    this.lockWaitMs = options.lockWaitMs ?? LOCK_WAIT_MS;
-    this.lockRetryMs = options.lockRetryMs ?? LOCK_RETRY_MS;
     this.newId = options.newId ?? (() => randomBytes(4).toString("hex"));
     this.say = options.say ?? (() => {});
+    this.lock = new LockFile(path.join(this.dir, LOCK_FILE), {
+      waitMs: options.lockWaitMs ?? LOCK_WAIT_MS,
+      retryMs: options.lockRetryMs ?? LOCK_RETRY_MS,
+      tornMs: TORN_LOCK_MS,
+      onReclaim: (holder) => {
+        const who =
+          holder.pid === null ? "an unreadable lock" : `pid ${holder.pid}, no longer running`;
+        this.say(`[tasks] removed a stale lock (${who}): ${this.relative(this.lock.file)}`);
+      },
+    });
   }
 
   /** `.harness/tasks` must really lie inside the workspace (symlinks followed). */
@@ -381,7 +379,7 @@ export class TaskStore {
 
   /** Releases the lock if this store still holds it (the session's end). */
   close(): void {
-    this.release();
+    this.lock.release();
   }
 
   // -------------------------------------------------------------------------------------
@@ -424,79 +422,21 @@ export class TaskStore {
 
   /** Runs `fn` (check and save, synchronous) while holding the lock; released on every path. */
   private async locked<T>(fn: () => T): Promise<T> {
-    await this.acquire();
+    try {
+      await this.lock.acquire();
+    } catch (error) {
+      if (!(error instanceof LockError)) throw error;
+      throw new TaskError(
+        error.holder.error === null
+          ? `Task store is busy (locked by pid ${error.holder.pid ?? "unknown"})`
+          : `${this.relative(this.lock.file)} is ${error.message}; remove it`,
+      );
+    }
     try {
       return fn();
     } finally {
-      this.release();
+      this.lock.release();
     }
-  }
-
-  private get lockPath(): string {
-    return path.join(this.dir, LOCK_FILE);
-  }
-
-  /** Exclusive create of `.lock`; a busy lock is retried, a stale one removed (one line). */
-  private async acquire(): Promise<void> {
-    const deadline = Date.now() + this.lockWaitMs;
-    for (;;) {
-      const content = `${JSON.stringify({ pid: process.pid, time: new Date().toISOString() })}\n`;
-      if (this.tryCreate(content)) {
-        this.held = content;
-        holdLock(this.lockPath, content);
-        return;
-      }
-      const holder = readLock(this.lockPath);
-      if (holder === null) continue; // released meanwhile: try again at once
-      if (holder.error !== null) {
-        // A directory or an unreadable file in the lock's place: no one will ever release it.
-        throw new TaskError(
-          `${this.relative(this.lockPath)} is not a lock file this harness can read (${holder.error}); remove it`,
-        );
-      }
-      const stale =
-        holder.pid === null
-          ? Date.now() - holder.mtimeMs > TORN_LOCK_MS
-          : !processAlive(holder.pid);
-      if (stale) {
-        if (removeIfUnchanged(this.lockPath, holder.text)) {
-          const who =
-            holder.pid === null ? "an unreadable lock" : `pid ${holder.pid}, no longer running`;
-          this.say(`[tasks] removed a stale lock (${who}): ${this.relative(this.lockPath)}`);
-        }
-        continue;
-      }
-      if (Date.now() >= deadline) {
-        throw new TaskError(`Task store is busy (locked by pid ${holder.pid ?? "unknown"})`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, this.lockRetryMs));
-    }
-  }
-
-  private tryCreate(content: string): boolean {
-    let fd: number;
-    try {
-      fd = openSync(this.lockPath, "wx");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-      throw error;
-    }
-    try {
-      writeSync(fd, content);
-    } catch (error) {
-      closeSync(fd);
-      unlinkSync(this.lockPath);
-      throw error;
-    }
-    closeSync(fd);
-    return true;
-  }
-
-  private release(): void {
-    if (this.held === null) return;
-    removeIfUnchanged(this.lockPath, this.held);
-    heldLocks.delete(this.lockPath);
-    this.held = null;
   }
 }
 
@@ -523,72 +463,4 @@ function exists(file: string): boolean {
   } catch {
     return false;
   }
-}
-
-interface LockHolder {
-  pid: number | null;
-  text: string;
-  mtimeMs: number;
-  /** Why the lock's path could not be read as a file (EISDIR, EACCES …), or null. */
-  error: string | null;
-}
-
-/** The lock's holder, or null when there is no lock any more. */
-function readLock(file: string): LockHolder | null {
-  let text: string;
-  let mtimeMs: number;
-  try {
-    text = readFileSync(file, "utf8");
-    mtimeMs = statSync(file).mtimeMs;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "error";
-    if (code === "ENOENT") return null;
-    return { pid: null, text: "", mtimeMs: 0, error: code };
-  }
-  try {
-    const pid = (JSON.parse(text) as { pid?: unknown }).pid;
-    return {
-      pid: Number.isInteger(pid) && (pid as number) > 0 ? (pid as number) : null,
-      text,
-      mtimeMs,
-      error: null,
-    };
-  } catch {
-    return { pid: null, text, mtimeMs, error: null };
-  }
-}
-
-/** Whether the process `pid` still runs. */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Removes `file` if it still holds `text` (not a lock someone took after we read it). */
-function removeIfUnchanged(file: string, text: string): boolean {
-  try {
-    if (readFileSync(file, "utf8") !== text) return false;
-    unlinkSync(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Locks this process holds, released if it exits while holding one. */
-const heldLocks = new Map<string, string>();
-let exitHook = false;
-
-function holdLock(file: string, text: string): void {
-  heldLocks.set(file, text);
-  if (exitHook) return;
-  exitHook = true;
-  process.once("exit", () => {
-    for (const [lock, content] of heldLocks) removeIfUnchanged(lock, content);
-  });
 }

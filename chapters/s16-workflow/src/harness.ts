@@ -11,7 +11,7 @@
  *                   tools, prompt and seams gathered from the list
  *                 close every mechanism
  *
- * Nothing here is specific to a chapter; it is the same file from s01 to s17.
+ * Nothing here is specific to one mechanism.
  */
 import {
   type Config,
@@ -30,13 +30,19 @@ import {
   type ModelClient,
   type Printer,
   type SessionLog,
-  type ToolDefinition,
   type ToolMap,
   toolMap,
   transcriptSink,
   UsageMeter,
 } from "shared";
-import { commandsOf, gatherTools, type LoopSeams, type Mechanism, type Role } from "./contract.ts";
+import {
+  closeAll,
+  commandsOf,
+  gatherTools,
+  type LoopSeams,
+  type Mechanism,
+  type Role,
+} from "./contract.ts";
 import { agentLoop } from "./loop.ts";
 import { systemPrompt } from "./prompt.ts";
 import { runRepl } from "./repl.ts";
@@ -70,8 +76,6 @@ export interface Harness {
   readonly reader: LineReader;
   /** Tools, system prompt and seams of one loop run of an agent of `role`. */
   agent(role: Role, scope: string): AgentSetup;
-  /** True while a mechanism's work still runs and will report back (`Mechanism.busy`). */
-  busy(): boolean;
 }
 
 export async function runHarness(
@@ -111,7 +115,6 @@ export async function runHarness(
     system: systemPrompt(config.workdir, mechanisms, role),
     seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
   });
-  harness.busy = () => mechanisms.some((mechanism) => mechanism.busy?.() ?? false);
   if (config.offline) {
     // Loaded only now: a normal run never pays for the fake server and the script.
     const [{ runDemo }, { DEMO }] = await Promise.all([
@@ -157,7 +160,11 @@ export async function runHarness(
       },
     });
   } finally {
-    for (const mechanism of mechanisms) await mechanism.close?.();
+    await closeAll(mechanisms, (name, error) => {
+      const why = error instanceof Error ? error.message : String(error);
+      harness.printer.line(`[${name}] could not close: ${why}`, "error");
+      harness.log.record("close", { mechanism: name, error: why });
+    });
     reader.close();
   }
 }
@@ -220,7 +227,6 @@ function createServices(
     agent: () => {
       throw new Error("agent() is ready once the mechanisms are made");
     },
-    busy: () => false,
   };
 }
 

@@ -5,7 +5,7 @@
  * start. A file that is missing is simply absent; one that cannot be read or is not a JSON
  * object is reported with its path and contributes nothing, and the harness runs on. The
  * raw `permissions` and `hooks` sections are returned as found: permissions.ts checks the
- * rules, and s04's hooks.ts reuses this file unchanged. Nothing here ever writes them.
+ * rules. Nothing here ever writes them.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";

@@ -451,8 +451,14 @@ export function goalMechanism(
     async beforeModelCall() {
       calls++;
     },
-    async beforeStop(messages, _response, run) {
+    async beforeStop(messages, response, run) {
       if (controller.condition === null) return null;
+      // A reply cut off at max_tokens is no finished answer: the gate stands aside, so the
+      // recovery layer's continuation goes out, and judges the reply that really ends.
+      if (response.stop_reason === "max_tokens") {
+        say("[goal] not judged: the reply was cut off at max_tokens");
+        return null;
+      }
       signal = run.signal;
       if (maxTurns !== null && calls >= maxTurns) {
         say("[goal] max_turns: global max_turns reached; the goal remains active");

@@ -11,7 +11,7 @@
  *                   tools, prompt and seams gathered from the list
  *                 close every mechanism
  *
- * Nothing here is specific to a chapter; it is the same file from s01 to s17.
+ * Nothing here is specific to one mechanism.
  */
 import {
   type Config,
@@ -30,13 +30,19 @@ import {
   type ModelClient,
   type Printer,
   type SessionLog,
-  type ToolDefinition,
   type ToolMap,
   toolMap,
   transcriptSink,
   UsageMeter,
 } from "shared";
-import { commandsOf, gatherTools, type LoopSeams, type Mechanism, type Role } from "./contract.ts";
+import {
+  closeAll,
+  commandsOf,
+  gatherTools,
+  type LoopSeams,
+  type Mechanism,
+  type Role,
+} from "./contract.ts";
 import { agentLoop } from "./loop.ts";
 import { systemPrompt } from "./prompt.ts";
 import { runRepl } from "./repl.ts";
@@ -157,7 +163,11 @@ export async function runHarness(
       },
     });
   } finally {
-    for (const mechanism of mechanisms) await mechanism.close?.();
+    await closeAll(mechanisms, (name, error) => {
+      const why = error instanceof Error ? error.message : String(error);
+      harness.printer.line(`[${name}] could not close: ${why}`, "error");
+      harness.log.record("close", { mechanism: name, error: why });
+    });
     reader.close();
   }
 }

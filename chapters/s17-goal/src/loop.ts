@@ -6,9 +6,11 @@
  * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
- * tools of this run. s15 edits this file (chapters/edits.json): the main agent's replies
- * stream, their text printed as it arrives, and a seam may raise the next call's max_tokens
- * (`run.maxTokens`, contract.ts).
+ * tools of this run. s15 edited this file (chapters/edits.json): the main agent's replies
+ * stream, their text printed as it arrives, a seam may raise the next call's max_tokens
+ * (`run.maxTokens`, contract.ts), and a seam may refuse a whole reply's calls before any
+ * gate sees them (`beforeCalls`: a reply cut off at max_tokens). s17 edits it too: at the no-tool_use exit the contract's
+ * new `beforeStop` seam is asked before `onStop`.
  *
  * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
  * above is the composition; the mechanisms keep their own files):
@@ -25,10 +27,10 @@
  *                       layer's retries and fallback (s15, extendClient)
  *   e. max_tokens       redo once at 16 000, then keep (s15, aroundModelCall)
  *   f. no tool_use      the goal gate (s17, beforeStop), then Stop hooks (s04) and
- *                       max_tokens continuations (s15), onStop; then
- *                       the turn ends, and memory extraction (s09) runs after it, in the
- *                       REPL's afterTurn
- *   g. each tool_use    in order: parse, the gates (permissions, then PreToolUse hooks,
+ *                       max_tokens continuations (s15), onStop; then the turn ends, and
+ *                       memory extraction (s09) runs after it, in the REPL's afterTurn
+ *   g. each tool_use    a reply cut off at max_tokens refuses every call (s15,
+ *                       beforeCalls); otherwise in order: parse, the gates (permissions, then PreToolUse hooks,
  *                       beforeToolCall), the handler (a background job, s11), PostToolUse
  *                       (afterToolCall); one user message with every result and the text
  *                       that rides with them (afterResults); a `compact` request is served
@@ -44,6 +46,7 @@ import {
   toolSpecs,
 } from "shared";
 import {
+  type CallOutcome,
   composeSeams,
   type LoopResult,
   type LoopSeams,
@@ -68,7 +71,7 @@ export interface LoopConfig {
   tools: ToolMap;
   /** The system prompt, or a function that builds it before each call. */
   system: string | (() => string);
-  /** Who runs this loop: "main", "sub", a teammate's name (printing, log, usage). */
+  /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
   scope: string;
   /** Absent: "main". */
   role?: Role;
@@ -157,20 +160,24 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     showProse(response, config, !live);
     if (live && streamed.text)
       config.emit({ type: "text", scope: config.scope, text: streamed.text, streamed: true });
-    const results: ToolResult[] = [];
+    const round: CallOutcome[] = [];
+    // A refused reply: every call gets the refusal, and no gate, hook or tool sees them.
+    const refused = await seams.beforeCalls(response, run);
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
-      const toolCall = { id: block.id, name: block.name, input: block.input };
-      const output = await runTool(toolCall, config, run, seams);
-      results.push({
-        type: "tool_result",
-        tool_use_id: block.id,
-        content: output.content,
-        ...(output.isError ? { is_error: true } : {}),
-      });
+      const call = { id: block.id, name: block.name, input: block.input };
+      round.push({ call, output: await runTool(call, config, run, seams, refused) });
     }
     throwIfAborted(signal);
-    const extra = seams.afterResults(results, response, run);
+    const results = round.map(
+      ({ call, output }): ToolResult => ({
+        type: "tool_result",
+        tool_use_id: call.id,
+        content: output.content,
+        ...(output.isError ? { is_error: true } : {}),
+      }),
+    );
+    const extra = seams.afterResults(round, run);
     append({ role: "user", content: [...results, ...extra] }, "tool_results");
     await seams.afterBatch(messages, run);
 
@@ -217,10 +224,11 @@ async function runTool(
   config: LoopConfig,
   run: RunContext,
   seams: Required<LoopSeams>,
+  refused: ToolOutput | null,
 ) {
   const started = performance.now();
   config.emit({ type: "tool_call", scope: config.scope, ...call });
-  const output = await dispatch(call, config, run, seams);
+  const output = refused ?? (await dispatch(call, config, run, seams));
   config.emit({
     type: "tool_result",
     scope: config.scope,

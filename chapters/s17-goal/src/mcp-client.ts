@@ -8,6 +8,7 @@
  *               │                                               request carries its _meta
  *               └─any other error, or silence for 3 s────────> legacy: initialize,
  *                                                                notifications/initialized
+ *                 (a late DiscoverResult, before initialize is refused, still means modern)
  *   then tools/list, page after page; later tools/call, one at a time or several at once
  *
  * The MCP revision 2026-07-28 dropped the `initialize` handshake: every request says which
@@ -164,12 +165,28 @@ export class McpConnection {
     this.tools = tools;
   }
 
-  /** The probe: modern if the server knows server/discover, legacy otherwise. */
+  /**
+   * The probe: modern if the server knows server/discover, legacy otherwise. Silence is
+   * not an answer: a server still starting (npx fetching a package, a busy machine)
+   * answers late, and its late answer still counts.
+   */
   private async detectEra(): Promise<Era> {
     const probe = this.options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+    let late: unknown;
+    const discover = this.send("server/discover", {}, MODERN_VERSION);
+    discover.then(
+      (found) => {
+        late = found;
+      },
+      () => {}, // a refusal, or the server's exit, is read below or by initialize
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const silence = new Promise<"silence">((resolve) => {
+      timer = setTimeout(() => resolve("silence"), probe);
+    });
     try {
-      const found = await this.send("server/discover", {}, MODERN_VERSION, probe);
-      return { kind: "modern", version: pickModern(found) };
+      const answer = await Promise.race([discover, silence]);
+      if (answer !== "silence") return { kind: "modern", version: pickModern(answer) };
     } catch (error) {
       if (error instanceof McpError && error.code === UNSUPPORTED_VERSION) {
         const version = pickModern({ supportedVersions: supportedOf(error.data) });
@@ -177,8 +194,21 @@ export class McpConnection {
         return { kind: "modern", version };
       }
       if (this.exited) throw error;
-      // Any other error, or silence: a server from before 2026-07-28.
+      // Any other error: a server from before 2026-07-28.
+    } finally {
+      clearTimeout(timer);
     }
+    try {
+      return await this.initialize();
+    } catch (error) {
+      // A server answers in order: a modern one that was slow to start has answered the
+      // probe by the time it refuses the handshake.
+      if (late !== undefined) return { kind: "modern", version: pickModern(late) };
+      throw error;
+    }
+  }
+
+  private async initialize(): Promise<Era> {
     const init = (await this.send("initialize", {
       protocolVersion: LEGACY_VERSION,
       capabilities: {},
@@ -201,7 +231,7 @@ export class McpConnection {
   }
 
   /**
-   * tools/call; a timeout, or the turn's `signal` aborting (Ctrl-C from s15), tells the server
+   * tools/call; a timeout, or the turn's `signal` aborting (Ctrl-C), tells the server
    * to stop (notifications/cancelled) and the call fails at once.
    */
   callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {

@@ -229,7 +229,7 @@ export function extractJsonArray(text: string): unknown[] | null {
 
 /**
  * Where the JSON array or object that opens at `start` closes (brackets inside strings
- * skipped), or -1 (s16's workflow agents' replies are read with it too).
+ * skipped), or -1.
  */
 export function matchingBracket(text: string, start: number): number {
   const close = text[start] === "[" ? "]" : "}";

@@ -1,8 +1,7 @@
 /**
  * The system prompt: sections joined by blank lines. The identity line comes first, then
  * each mechanism's sections in list order; sections that change during a session
- * (`dynamic`: memory, time, goal) go after every stable one, so the stable prefix stays
- * cacheable. Each mechanism file owns its section; this file only puts them in order.
+ * (`dynamic`) go after every stable one, so the stable prefix stays cacheable. Each mechanism file owns its section; this file only puts them in order.
  * From s15 it also remembers where a built prompt's stable part ends (`stableLength`), so
  * the cache breakpoint (cost.ts) goes right after it.
  */
@@ -11,7 +10,7 @@ import type { Mechanism, Role } from "./contract.ts";
 export interface PromptSection {
   id: string;
   text: string;
-  /** Rebuilt during the session (memory, time, goal): placed after every stable section. */
+  /** Rebuilt during the session: placed after every stable section. */
   dynamic?: boolean;
 }
 

@@ -310,12 +310,12 @@ export function loadSkillTool(
 
 /**
  * Skills as a mechanism: scanned once at start; the catalog section and `load_skill` for
- * the main agent (and teammates, s13), never for a subagent; `/skills`; the count and any
- * problems in the banner.
+ * every agent but a subagent (its task is narrow and its prompt short); `/skills`; the
+ * count and any problems in the banner.
  */
 export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "printer">): Mechanism {
   const { skills, problems } = loadSkills(harness.workdir);
-  const hasSkills = (role: Role) => role === "main" || role === "teammate";
+  const hasSkills = (role: Role) => role !== "subagent";
   return {
     name: "skills",
     tools: (role) => (hasSkills(role) ? [loadSkillTool(skills, harness.log)] : []),

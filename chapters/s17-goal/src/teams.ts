@@ -60,8 +60,6 @@ export const LEAD_POLL_MS = 250;
 const WORKSPACE_TOOLS = new Set(["bash", "read_file", "write_file", "edit_file", "glob"]);
 /** Tools an unapproved plan blocks. */
 const CHANGING_TOOLS = new Set(["bash", "write_file", "edit_file"]);
-/** The permission gate's text when a teammate's call needed approval (permissions.ts). */
-const DENIED = /^Permission denied: approval needed \((.*)\) but a teammate cannot ask the user/;
 
 export type TeammateStatus = "working" | "waiting_approval" | "idle" | "stopping";
 export type PlanGate = "not_required" | "required" | "pending" | "approved" | "rejected";
@@ -468,20 +466,14 @@ export class TeamRuntime implements OwnerClaims {
         run.workdir = mate.assignment?.cwd ?? this.options.workdir;
       },
       beforeToolCall: async (call, run) => this.gate(mate, call.name, run),
-      afterResults: (results, response) => {
-        for (const result of results) {
-          const text = typeof result.content === "string" ? result.content : "";
-          const denied = result.is_error ? DENIED.exec(text) : null;
-          if (!denied) continue;
-          const call = response.content.find(
-            (block) => block.type === "tool_use" && block.id === result.tool_use_id,
-          );
-          const what =
-            call?.type === "tool_use" ? `${call.name}(${JSON.stringify(call.input)})` : "a call";
+      // A call that needed an approval nobody here can give goes to the lead, who may run it.
+      afterResults: (round) => {
+        for (const { call, output } of round) {
+          if (!output.denied?.approvable) continue;
           this.mail.send(
             mate.name,
             LEAD,
-            `${what} needs approval (${denied[1]}); run it or add an allow rule.`,
+            `${call.name}(${JSON.stringify(call.input)}) needs approval (${output.denied.reason}); run it or add an allow rule.`,
             "permission_denied",
           );
         }

@@ -6,7 +6,7 @@
  *
  *   Workflow {name, args, resume_from_run_id?}
  *     ──> the script's meta checked ──> run id (a fresh one reserved by exclusive create)
- *     ──> the run lock (pid inside: a dead holder's lock is reclaimed)
+ *     ──> the run lock (lockfile.ts: a dead holder's lock is reclaimed)
  *     ──> resuming? snapshot, args and journal checked before anything is written
  *     ──> script(primitives): agent · parallel · pipeline · phase · log · workflow
  *           agent(prompt) ──> key = hash(label, prompt, schema)
@@ -16,22 +16,13 @@
  *   .harness/workflows/<runId>.json           the run: workflow, args, status, usage, progress
  *   .harness/workflows/<runId>.output.json    its result
  *   .harness/workflows/<runId>.journal.jsonl  {"key","value"}, one line per finished call
- *   .harness/workflows/<runId>.lock           {"pid","startedAt"} while it runs
+ *   .harness/workflows/<runId>.lock           {"pid","time"} while it runs
  *   .harness/workflows/last_run.txt           the newest finished run
  *
  * Lifecycle events and progress print as they happen; the model sees only the final result.
  */
 import { createHash, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -48,9 +39,9 @@ import {
 import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { INTERRUPTED_RESULT } from "./interrupt.ts";
+import { LockError, LockFile, processAlive, readLock } from "./lockfile.ts";
 import { matchingBracket } from "./memory-extract.ts";
 import type { PromptSection } from "./prompt.ts";
-import { processAlive } from "./tasks-store.ts";
 import { reviewChanges } from "./workflows/review-changes.ts";
 
 /** Agent calls one run may execute (replays from the journal do not count). */
@@ -370,16 +361,6 @@ export function loadJournal(file: string, runId: string): JournalFile {
   return { records, tornTail: tail.trim() !== "" };
 }
 
-/** The pid in a lock file, or null when it cannot be read. */
-function lockHolder(file: string): number | null {
-  try {
-    const pid = asObject(JSON.parse(readFileSync(file, "utf8")))?.pid;
-    return Number.isInteger(pid) ? (pid as number) : null;
-  } catch {
-    return null;
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // One run
 
@@ -564,32 +545,32 @@ export class WorkflowRuntime {
     throw new WorkflowInputError("could not allocate a unique workflow runId");
   }
 
-  /** Takes `<runId>.lock` for the whole run; a lock whose process is gone is reclaimed. */
+  /** Takes `<runId>.lock` for the whole run (lockfile.ts); a dead holder's lock is reclaimed. */
   private lock(runId: string): () => void {
     const busy = new WorkflowInputError(`workflow run ${runId} is already active`);
     if (this.active.has(runId)) throw busy;
-    const file = this.file(runId, ".lock");
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const fd = openSync(file, "wx");
-        writeSync(fd, JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
-        closeSync(fd);
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw busy;
-      }
-      const holder = lockHolder(file);
-      if (holder !== null && holder !== process.pid && processAlive(holder)) throw busy;
-      rmSync(file, { force: true });
-      this.options.say(
-        `[workflow] ${runId}.lock was left by a process that is gone (pid ${holder ?? "unknown"}): reclaimed`,
-        "warn",
-      );
+    const lock = new LockFile(this.file(runId, ".lock"), {
+      waitMs: 0,
+      retryMs: 0,
+      tornMs: 0,
+      onReclaim: (holder) =>
+        this.options.say(
+          `[workflow] ${runId}.lock was left by a process that is gone (pid ${holder.pid ?? "unknown"}): reclaimed`,
+          "warn",
+        ),
+    });
+    let taken: boolean;
+    try {
+      taken = lock.tryAcquire();
+    } catch (error) {
+      if (!(error instanceof LockError)) throw error;
+      throw new WorkflowInputError(`${runId}.lock is ${error.message}; remove it`);
     }
+    if (!taken) throw busy;
     this.active.add(runId);
     return () => {
       this.active.delete(runId);
-      rmSync(file, { force: true });
+      lock.release();
     };
   }
 
@@ -727,7 +708,7 @@ export class WorkflowRuntime {
         if (!task) return `  ${runId}  (reserved)`;
         let status: string = task.status;
         if (status === "running" && !this.active.has(runId)) {
-          const holder = lockHolder(path.join(dir, `${runId}.lock`));
+          const holder = readLock(path.join(dir, `${runId}.lock`))?.pid ?? null;
           if (holder === null || holder === process.pid || !processAlive(holder))
             status = "interrupted";
         }
