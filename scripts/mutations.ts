@@ -969,6 +969,33 @@ export const MUTATIONS: Mutation[] = [
   },
   // ---------------------------------------------------------------- contract growth (issue 25)
   {
+    id: "s09-memory-extract-untagged-counts",
+    file: `${S09}/memory-extract.ts`,
+    search: '  if (origin !== "input" && origin !== "model") return "";',
+    replace:
+      '  const by = origin ?? (message.role === "assistant" ? "model" : "input");\n' +
+      '  if (by !== "input" && by !== "model") return "";',
+    description: "a message nobody tagged counts as dialogue by its role (a fallback for tests)",
+    tests: ["memory.test.ts"],
+  },
+  {
+    id: "s14-mcp-late-probe-answer-ignored",
+    file: `${S14}/mcp-client.ts`,
+    search: '      if (late !== undefined) return { kind: "modern", version: pickModern(late) };\n',
+    replace: "",
+    description:
+      "a modern server slow to start is taken for legacy: its refused handshake fails the connect",
+    tests: ["mcp.test.ts"],
+  },
+  {
+    id: "s15-harness-extendclient-ignored",
+    file: `${S15}/harness.ts`,
+    search: "      composed = wrap(base);",
+    replace: "      void wrap;",
+    description: "the harness never applies the mechanisms' extendClient wrappers",
+    tests: ["seams.test.ts"],
+  },
+  {
     id: "s17-contract-beforestop-asks-all",
     file: `${S17}/contract.ts`,
     search:

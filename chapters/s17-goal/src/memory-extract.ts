@@ -260,8 +260,8 @@ export interface JournalEntry {
  * The dialogue extraction reads: the last messages' own text as `role: text` lines. Only
  * the turn inputs (their first text: hook context rides after it) and the model's text
  * count; what the harness or another mechanism put there (tool results and reminders, Stop
- * continuations, compaction summaries and markers, notifications) is left out by its tag.
- * An untagged message counts by its role (tests build histories by hand).
+ * continuations, compaction summaries and markers, notifications) is left out by its tag,
+ * and so is a message nobody tagged: nothing vouches that it is the dialogue.
  */
 export function dialogueText(messages: Array<MessageParam | JournalEntry>): string {
   const lines: string[] = [];
@@ -275,11 +275,10 @@ export function dialogueText(messages: Array<MessageParam | JournalEntry>): stri
 }
 
 function ownText({ message, origin }: JournalEntry): string {
-  const by = origin ?? (message.role === "assistant" ? "model" : "input");
-  if (by !== "input" && by !== "model") return "";
+  if (origin !== "input" && origin !== "model") return "";
   if (typeof message.content === "string") return message.content;
   const blocks: Anthropic.ContentBlockParam[] = message.content;
-  if (by === "model") {
+  if (origin === "model") {
     return blocks.map((block) => (block.type === "text" ? block.text : "")).join("");
   }
   if (blocks.some((block) => block.type === "tool_result")) return "";
