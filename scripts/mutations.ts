@@ -898,8 +898,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s15-max-tokens-no-escalation",
     file: `${S15}/recovery.ts`,
-    search: "        run.maxTokens = ESCALATED_MAX_TOKENS;\n",
-    replace: "",
+    search: "        response = await next({ maxTokens: limit });\n",
+    replace: "        response = await next();\n",
     description: "a reply cut off at max_tokens is asked for again with the same limit",
     tests: ["recovery.test.ts"],
   },
@@ -968,6 +968,40 @@ export const MUTATIONS: Mutation[] = [
     tests: ["permissions.test.ts"],
   },
   // ---------------------------------------------------------------- contract growth (issue 25)
+  {
+    id: "s15-contract-overrides-outer-wins",
+    file: `${S15}/contract.ts`,
+    search: "seams.aroundModelCall((inner) => next({ ...outer, ...inner }), messages, run),",
+    replace: "seams.aroundModelCall((inner) => next({ ...inner, ...outer }), messages, run),",
+    description: "an outer wrapper's override beats the one nearer the call",
+    tests: ["seams.test.ts"],
+  },
+  {
+    id: "s15-max-tokens-limit-kept",
+    file: `${S15}/recovery.ts`,
+    search: "      if (!truncated) limit = undefined;\n",
+    replace: "",
+    description: "after one cut-off reply every later call of the run asks for 16 000 tokens",
+    tests: ["recovery.test.ts"],
+  },
+  {
+    id: "s13-teams-gate-by-tool-name",
+    file: `${S13}/teams.ts`,
+    search: "        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null, run),",
+    replace:
+      '        this.gate(mate, ["bash", "read_file", "write_file", "edit_file", "glob"].includes(call.name) ? (run.tools.get(call.name)?.target?.(call.input) ?? { kind: "read" }) : null, run),',
+    description:
+      "the plan gate and the lease pick tools from a list of names: a tool they do not know runs unchecked",
+    tests: ["teams.test.ts"],
+  },
+  {
+    id: "s03-tools-glob-no-target",
+    file: "chapters/s03-permissions/src/tools.ts",
+    search: '  target: () => ({ kind: "read" }),\n',
+    replace: "",
+    description: "glob says nothing about what it touches: a bare Read rule does not cover it",
+    tests: ["permissions.test.ts"],
+  },
   {
     id: "s09-memory-extract-untagged-counts",
     file: `${S09}/memory-extract.ts`,

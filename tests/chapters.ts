@@ -123,7 +123,7 @@ export const CHANGED: Record<string, { until: string; why: string }> = {
 const number = (id: string) => Number(id.slice(1));
 
 /**
- * Where the contract (contract.ts) gains each turn kind, role, seam and member: a chapter
+ * Where the contract (contract.ts) gains each turn kind, role, seam, member and type: a chapter
  * has it from there on, and a suite tests it only where the chapter has it.
  */
 export const CONTRACT = {
@@ -132,11 +132,12 @@ export const CONTRACT = {
   origin: { compaction: "s08", notification: "s11" },
   seam: { beforeCalls: "s15", beforeStop: "s17" },
   member: { extendCommand: "s13", extendClient: "s15", busy: "s17" },
+  type: { CallOverrides: "s15" },
 } as const;
 
 type Gains = { [K in keyof typeof CONTRACT]: keyof (typeof CONTRACT)[K] };
 
-/** Whether `chapter`'s contract has `name` (a turn kind, role, origin, seam or member). */
+/** Whether `chapter`'s contract has `name` (a turn kind, role, origin, seam, member or type). */
 export function hasContract<K extends keyof Gains>(
   chapter: Chapter,
   kind: K,

@@ -874,7 +874,9 @@ describe("the course: the contract grows in the chapter that needs it", () => {
   it.each(entries)("$kind $name: from $from on, and nowhere before", ({ kind, name, from }) => {
     const needle = ["turn", "role", "origin"].includes(kind)
       ? new RegExp(`\\| "${name}"|= "${name}"`)
-      : new RegExp(`\\b${name}\\?\\(`);
+      : kind === "type"
+        ? new RegExp(`export interface ${name}\\b`)
+        : new RegExp(`\\b${name}\\?\\(`);
     const first = Number(from.slice(1));
     for (const chapter of CHAPTERS) {
       const has = needle.test(source(chapter, "contract.ts"));
@@ -892,6 +894,8 @@ describe("the course: the contract grows in the chapter that needs it", () => {
     { text: '"teammate"', from: "s13" },
     { text: "agent_name", from: "s13" },
     { text: "busy?.()", from: "s17" },
+    { text: "extendClient", from: "s15" },
+    { text: "CallOverrides", from: "s15" },
   ])("$text appears in no chapter's code before $from", ({ text, from }) => {
     const before = CHAPTERS.filter((c) => Number(c.id.slice(1)) < Number(from.slice(1)));
     expect(before.filter((chapter) => allSource(chapter).includes(text)).map((c) => c.id)).toEqual(

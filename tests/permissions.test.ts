@@ -408,6 +408,20 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           expect(d("read_file", "src/deep/ok.ts")).toEqual({ action: "run" });
         });
 
+        it("a bare Read rule covers glob, which reads the workspace; a path rule does not", () => {
+          const ws = tempWorkspace("rules");
+          const glob = { id: "toolu_g", name: "glob", input: { pattern: "**/*.ts" } };
+          const d = (permissions: Record<string, string[]>) =>
+            perm.decide(glob, {
+              workdir: ws,
+              rules: rulesFrom(ws, { permissions }).rules,
+              tools: toolsMap(),
+            });
+          expect(d({ deny: ["Read"] })).toMatchObject({ action: "deny", gate: "deny rule" });
+          expect(d({ deny: ["Read(.env)"] })).toEqual({ action: "run" });
+          expect(d({})).toEqual({ action: "run" });
+        });
+
         it("combines the rules of settings.json and settings.local.json", () => {
           const ws = tempWorkspace("rules");
           const { rules } = rulesFrom(

@@ -231,6 +231,19 @@ describe.concurrent.each(carried(chaptersFrom("s15"), RECOVERY))(
       });
     });
 
+    it("a redone reply that fits puts the run's next call back on 8 000", async () => {
+      const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
+      const run = await runChapter(chapter, {
+        prompts: ["work"],
+        steps: [
+          { reply: cut(reply(toolUse("bash", { command: "echo a" }))) },
+          { reply: reply(toolUse("bash", { command: "echo a" })) },
+          { when: afterTools, reply: reply(text("done")) },
+        ],
+      });
+      expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 16000, 8000]);
+    });
+
     edge(
       "keeps later cut-off replies: refuses their calls, then asks twice to continue",
       async () => {

@@ -157,6 +157,28 @@ describe.each(
       expect(requests).toHaveLength(2);
     });
 
+    if (hasContract(chapter, "type", "CallOverrides")) {
+      it("aroundModelCall: overrides given to next merge inward, the wrapper nearest the call winning, for that call only", async () => {
+        const pass = (overrides: { maxTokens?: number }): Seams => ({
+          aroundModelCall: (next) => next(overrides),
+        });
+        const limits = async (list: Seams[], replies = 1) => {
+          const steps = Array.from({ length: replies }, () => ({ reply: reply(text("hi")) }));
+          const { requests } = await setup(steps, list);
+          return requests.map((r) => r.max_tokens);
+        };
+        expect(await limits([pass({ maxTokens: 100 }), pass({})])).toEqual([100]);
+        expect(await limits([pass({ maxTokens: 100 }), pass({ maxTokens: 200 })])).toEqual([200]);
+        const again: Seams = {
+          aroundModelCall: async (next) => {
+            await next({ maxTokens: 100 });
+            return next();
+          },
+        };
+        expect(await limits([again], 2)).toEqual([100, loop.MAX_TOKENS]);
+      });
+    }
+
     it("beforeToolCall: the first refusal wins and the later gates never see the call", async () => {
       const asked: string[] = [];
       const gate = (tag: string, refuse: boolean): Seams => ({

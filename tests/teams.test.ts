@@ -724,6 +724,76 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
       },
     );
 
+    edge(
+      "the plan gate and the lease read what a call touches (its target), not the tool's name",
+      async () => {
+        const [{ runHarness }, { teamsMechanism }] = await Promise.all([
+          importChapter<typeof HarnessModule>(chapter, "harness.ts"),
+          importChapter<typeof TeamsModule>(chapter, "teams.ts"),
+        ]);
+        // Two tools the team has never heard of, given to teammates by another mechanism.
+        const seen: string[] = [];
+        const probe = (name: string, kind: "read" | "write") => ({
+          name,
+          aliases: [],
+          description: name,
+          input_schema: { type: "object" as const, properties: {} },
+          parse: () => ({ ok: true as const, value: {} }),
+          run: async (_input: unknown, context: { workdir: string }) => {
+            seen.push(`${name} in ${context.workdir}`);
+            return { content: `${name} ran` };
+          },
+          target: () => ({ kind, path: "probe.txt" }),
+        });
+        const main: Main = (io) =>
+          runHarness(io, { id: chapter.id, title: "targets" }, main, (harness) => [
+            {
+              name: "probes",
+              tools: (role) =>
+                role === "teammate" ? [probe("stamp", "write"), probe("peek", "read")] : [],
+            },
+            teamsMechanism(harness),
+          ]);
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "go",
+            reply: reply(
+              toolUse("spawn_teammate", {
+                name: "erin",
+                role: "dev",
+                prompt: "Try.",
+                task_id: "task_0000e1e1",
+                require_plan: true,
+              }),
+            ),
+          },
+          {
+            when: (r) => isLead(r) && results(r).length > 0 && !events(r),
+            reply: reply(text("ok")),
+          },
+          { when: firstOf("erin"), reply: reply(toolUse("stamp", {}), toolUse("peek", {})) },
+          {
+            when: (r) => is("erin")(r) && results(r).length === 2,
+            reply: reply(text("ERIN DONE")),
+          },
+          ...noted(),
+        ];
+        const run = await runTyped(chapter, {
+          main,
+          steps,
+          env: TEAM,
+          files: taskFile("task_0000e1e1", { subject: "probe" }),
+          typing: [{ line: "go" }, { after: "ERIN DONE", line: null }],
+        });
+        const answered = run.requests.find((r) => is("erin")(r) && results(r).length === 2)!;
+        expect(results(answered)).toEqual([
+          "Blocked: plan status is required. Submit or revise the plan and wait for approval before changing the workspace.",
+          "peek ran",
+        ]);
+        expect(seen).toEqual([`peek in ${run.workdir}`]);
+      },
+    );
+
     // The cap is one module's constant: its many model calls run where that module differs.
     edge(
       "a denied call reaches the lead; a phase stops after 50 model calls and its task goes back to the board",

@@ -371,6 +371,8 @@ export const globTool: ToolDefinition<GlobInput> = {
       return failure(error);
     }
   },
+  // It reads the workspace, though no one path of it.
+  target: () => ({ kind: "read" }),
 };
 
 // ---------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
  * tools of this run. s15 edits this file (chapters/edits.json): the main agent's replies
- * stream, their text printed as it arrives, a seam may raise the next call's max_tokens
- * (`run.maxTokens`, contract.ts), and a seam may refuse a whole reply's calls before any
+ * stream, their text printed as it arrives, a wrapper may override one call's max_tokens
+ * (`CallOverrides`, contract.ts), and a seam may refuse a whole reply's calls before any
  * gate sees them (`beforeCalls`: a reply cut off at max_tokens).
  *
  * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
@@ -46,6 +46,7 @@ import {
 } from "shared";
 import {
   type CallOutcome,
+  type CallOverrides,
   composeSeams,
   type LoopResult,
   type LoopSeams,
@@ -114,7 +115,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     await seams.beforeModelCall(messages, run);
     const streamed = { text: "" };
     const response = await seams.aroundModelCall(
-      () => callModel(messages, config, run, streamed),
+      (overrides) => callModel(messages, config, run, streamed, overrides),
       messages,
       run,
     );
@@ -194,12 +195,13 @@ function callModel(
   config: LoopConfig,
   run: RunContext,
   streamed: { text: string },
+  overrides: CallOverrides = {},
 ) {
   // Each call streams its own answer (a max_tokens redo calls again).
   streamed.text = "";
   const params = {
     model: config.model,
-    max_tokens: run.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
+    max_tokens: overrides.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
     system: run.system,
     messages,
     tools: toolSpecs(config.tools),

@@ -168,22 +168,23 @@ export function maxTokensSeams(printer: Pick<Printer, "line">): LoopSeams {
   let escalated = false;
   let truncated = false;
   let continuations = 0;
+  /** The raised limit while replies keep hitting it; undefined: the loop's default. */
+  let limit: number | undefined;
   return {
-    async aroundModelCall(next, _messages, run) {
-      let response = await next();
+    async aroundModelCall(next) {
+      let response = await next(limit === undefined ? {} : { maxTokens: limit });
       if (response.stop_reason === "max_tokens" && !escalated) {
         escalated = true;
-        const limit = run.maxTokens ?? MAX_TOKENS;
         printer.line(
-          `[max_tokens] the reply hit ${limit} tokens: asking again with ${ESCALATED_MAX_TOKENS}`,
+          `[max_tokens] the reply hit ${limit ?? MAX_TOKENS} tokens: asking again with ${ESCALATED_MAX_TOKENS}`,
           "dim",
         );
-        run.maxTokens = ESCALATED_MAX_TOKENS;
-        response = await next();
+        limit = ESCALATED_MAX_TOKENS;
+        response = await next({ maxTokens: limit });
       }
       truncated = response.stop_reason === "max_tokens";
       // A reply that fits puts the next call back on the default.
-      if (!truncated) run.maxTokens = undefined;
+      if (!truncated) limit = undefined;
       return response;
     },
     // Before the gates: a call cut off mid-input must not ask the user or run a hook.

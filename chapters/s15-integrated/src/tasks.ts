@@ -168,6 +168,27 @@ async function guarded(work: () => Promise<ToolOutput>): Promise<ToolOutput> {
 
 /** The six task tools, in the order the model sees them. */
 export function taskTools(options: TaskToolOptions): ToolDefinition[] {
+  const tools = buildTaskTools(options);
+  return [
+    tools.createTask,
+    tools.updateTask,
+    tools.listTasks,
+    tools.getTask,
+    tools.claimTask,
+    tools.completeTask,
+  ] as ToolDefinition[];
+}
+
+/** What an agent that works from the board needs: list, claim and complete. */
+export function boardTools(options: TaskToolOptions): {
+  tools: ToolDefinition[];
+  claim: ToolDefinition<{ task_id: string }>;
+} {
+  const { listTasks, claimTask, completeTask } = buildTaskTools(options);
+  return { tools: [listTasks, claimTask, completeTask] as ToolDefinition[], claim: claimTask };
+}
+
+function buildTaskTools(options: TaskToolOptions) {
   const { store, claims } = options;
   const ownerOf = (context: ToolContext) =>
     typeof options.owner === "string" ? options.owner : options.owner(context);
@@ -316,7 +337,7 @@ export function taskTools(options: TaskToolOptions): ToolDefinition[] {
       }),
   };
 
-  return [createTask, updateTask, listTasks, getTask, claimTask, completeTask] as ToolDefinition[];
+  return { createTask, updateTask, listTasks, getTask, claimTask, completeTask };
 }
 
 /** The banner line when a session starts on a workspace that already has tasks. */

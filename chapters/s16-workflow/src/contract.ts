@@ -13,7 +13,9 @@
  *   close            every mechanism's, in list order, even after one throws
  *   extendClient     in list order, each wrapping the client the earlier ones made
  *   beforeModelCall  each in list order, one after the other
- *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
+ *   aroundModelCall  nested in list order: the first is outermost; each gets `next`, and
+ *                    the overrides given to `next` merge inward: the wrapper nearest the
+ *                    call wins
  *   beforeCalls      in list order until one refuses the reply; that refusal is every
  *                    call's result, and no gate, hook or tool sees the calls
  *   beforeToolCall   in list order until one refuses the call; that refusal is the result
@@ -86,7 +88,14 @@ export interface RunContext extends ToolContext {
   /** The system prompt of the coming (or current) model call. */
   system: string;
   tools: ToolMap;
-  /** max_tokens of the next model call when a mechanism raised it (the recovery layer). */
+}
+
+/**
+ * What a wrapper may change for the one model call it passes on, through `next`: nothing
+ * else of a call is a mechanism's to change, and the change lasts for that call only.
+ */
+export interface CallOverrides {
+  /** max_tokens of this call (the recovery layer raises it for a reply cut off there). */
   maxTokens?: number;
 }
 
@@ -112,10 +121,11 @@ export interface LoopSeams {
   beforeModelCall?(messages: MessageParam[], run: RunContext): Promise<void>;
   /**
    * Wraps each model call. `next` runs the wrappers inside this one and then the call; a
-   * wrapper may rewrite the history in place before calling it, or call it again.
+   * wrapper may rewrite the history in place before calling it, call it again, or pass
+   * overrides for the call it makes.
    */
   aroundModelCall?(
-    next: () => Promise<Message>,
+    next: (overrides?: CallOverrides) => Promise<Message>,
     messages: MessageParam[],
     run: RunContext,
   ): Promise<Message>;
@@ -156,12 +166,14 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
       for (const seams of before) await seams.beforeModelCall(messages, run);
     },
     aroundModelCall(call, messages, run) {
-      // Built from the inside out, so the first in the list ends up outermost.
-      const chain = around.reduceRight<() => Promise<Message>>(
-        (next, seams) => () => seams.aroundModelCall(next, messages, run),
-        call,
+      // Built from the inside out, so the first in the list ends up outermost; what an outer
+      // wrapper overrides, an inner one may override again.
+      const chain = around.reduceRight<(overrides: CallOverrides) => Promise<Message>>(
+        (next, seams) => (outer) =>
+          seams.aroundModelCall((inner) => next({ ...outer, ...inner }), messages, run),
+        (overrides) => call(overrides),
       );
-      return chain();
+      return chain({});
     },
     async beforeCalls(response, run) {
       for (const seams of refusers) {

@@ -31,6 +31,7 @@ import {
   type Tone,
   type ToolDefinition,
   type ToolOutput,
+  type ToolTarget,
   type UsageMeter,
 } from "shared";
 import type { LoopSeams, Mechanism, RunContext, SlashCommand } from "./contract.ts";
@@ -39,7 +40,7 @@ import { agentLoop } from "./loop.ts";
 import { MAILBOX_NAME, Mailbox, runName, type TeamMessage } from "./mailbox.ts";
 import type { PromptSection } from "./prompt.ts";
 import { formatTeamEvents, Protocols } from "./protocols.ts";
-import { OWNER, type OwnerClaims, taskTools } from "./tasks.ts";
+import { boardTools, OWNER, type OwnerClaims } from "./tasks.ts";
 import { TASK_ID, type Task, TaskError, TaskStore } from "./tasks-store.ts";
 import { Worktrees } from "./worktrees.ts";
 
@@ -56,10 +57,6 @@ export const MAX_WORK_CALLS = 50;
 export const IDLE_SCAN_MS = 2_000;
 /** The lead's inbox is also checked this often (a send in this process wakes it at once). */
 export const LEAD_POLL_MS = 250;
-/** Tools that act in the teammate's working directory: they need a claimed task. */
-const WORKSPACE_TOOLS = new Set(["bash", "read_file", "write_file", "edit_file", "glob"]);
-/** Tools an unapproved plan blocks. */
-const CHANGING_TOOLS = new Set(["bash", "write_file", "edit_file"]);
 
 export type TeammateStatus = "working" | "waiting_approval" | "idle" | "stopping";
 export type PlanGate = "not_required" | "required" | "pending" | "approved" | "rejected";
@@ -110,20 +107,23 @@ export class TeamRuntime implements OwnerClaims {
   private readonly options: TeamOptions;
   /** Worktree each claim checked before taking the lock (a binding is checked with git). */
   private readonly checkedBinding = new Map<string, string | null>();
-  /** The teammates' claim_task, complete_task and list_tasks (owner = the caller's scope). */
+  /** The teammates' board tools: list, claim, complete (owner = the caller's scope). */
   readonly boardTools: ToolDefinition[];
+  private readonly claimTool: ToolDefinition<{ task_id: string }>;
   private spawned = false;
   private closing = false;
 
   constructor(options: TeamOptions) {
     this.options = options;
     this.protocols = new Protocols();
-    this.boardTools = taskTools({
+    const board = boardTools({
       store: options.store,
       owner: (context) => context.scope,
       emit: options.emit,
       claims: this,
-    }).filter((tool) => ["list_tasks", "claim_task", "complete_task"].includes(tool.name));
+    });
+    this.boardTools = board.tools;
+    this.claimTool = board.claim;
   }
 
   private get mail(): Mailbox {
@@ -209,13 +209,12 @@ export class TeamRuntime implements OwnerClaims {
 
   /** Claims `taskId` for `mate` through the same tool the teammate calls. */
   private claim(mate: Teammate, taskId: string): Promise<ToolOutput> {
-    const claim = this.boardTools.find((tool) => tool.name === "claim_task")!;
     const context = {
       workdir: this.options.workdir,
       signal: mate.controller.signal,
       scope: mate.name,
     };
-    return claim.run({ task_id: taskId }, context);
+    return this.claimTool.run({ task_id: taskId }, context);
   }
 
   // --- Owner-scoped claims (tasks.ts calls these for a teammate's claim_task) ---------
@@ -465,7 +464,8 @@ export class TeamRuntime implements OwnerClaims {
         }
         run.workdir = mate.assignment?.cwd ?? this.options.workdir;
       },
-      beforeToolCall: async (call, run) => this.gate(mate, call.name, run),
+      beforeToolCall: async (call, run) =>
+        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null, run),
       // A call that needed an approval nobody here can give goes to the lead, who may run it.
       afterResults: (round) => {
         for (const { call, output } of round) {
@@ -482,15 +482,24 @@ export class TeamRuntime implements OwnerClaims {
     };
   }
 
-  /** Plan gate, then the lease: a refusal, or null (the call runs in the task's directory). */
-  private async gate(mate: Teammate, tool: string, run: RunContext): Promise<ToolOutput | null> {
+  /**
+   * Plan gate, then the lease, read from what the call touches (its tool's `target`): a
+   * call that writes or runs a command waits for an approved plan, and any call that
+   * touches the workspace needs a claimed task. A refusal, or null (the call runs in the
+   * task's directory).
+   */
+  private async gate(
+    mate: Teammate,
+    target: ToolTarget | null,
+    run: RunContext,
+  ): Promise<ToolOutput | null> {
     const refuse = (content: string): ToolOutput => ({ content, isError: true });
-    if (CHANGING_TOOLS.has(tool) && mate.gate !== "not_required" && mate.gate !== "approved") {
+    if (target === null) return null;
+    if (target.kind !== "read" && mate.gate !== "not_required" && mate.gate !== "approved") {
       return refuse(
         `Blocked: plan status is ${mate.gate}. Submit or revise the plan and wait for approval before changing the workspace.`,
       );
     }
-    if (!WORKSPACE_TOOLS.has(tool)) return null;
     if (!mate.assignment) return refuse("Error: Claim a Task before using workspace tools.");
     try {
       const task = this.options.store.load(mate.assignment.taskId);

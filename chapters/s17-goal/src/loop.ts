@@ -7,8 +7,8 @@
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
  * tools of this run. s15 edited this file (chapters/edits.json): the main agent's replies
- * stream, their text printed as it arrives, a seam may raise the next call's max_tokens
- * (`run.maxTokens`, contract.ts), and a seam may refuse a whole reply's calls before any
+ * stream, their text printed as it arrives, a wrapper may override one call's max_tokens
+ * (`CallOverrides`, contract.ts), and a seam may refuse a whole reply's calls before any
  * gate sees them (`beforeCalls`: a reply cut off at max_tokens). s17 edits it too: at the no-tool_use exit the contract's
  * new `beforeStop` seam is asked before `onStop`.
  *
@@ -47,6 +47,7 @@ import {
 } from "shared";
 import {
   type CallOutcome,
+  type CallOverrides,
   composeSeams,
   type LoopResult,
   type LoopSeams,
@@ -115,7 +116,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     await seams.beforeModelCall(messages, run);
     const streamed = { text: "" };
     const response = await seams.aroundModelCall(
-      () => callModel(messages, config, run, streamed),
+      (overrides) => callModel(messages, config, run, streamed, overrides),
       messages,
       run,
     );
@@ -197,12 +198,13 @@ function callModel(
   config: LoopConfig,
   run: RunContext,
   streamed: { text: string },
+  overrides: CallOverrides = {},
 ) {
   // Each call streams its own answer (a max_tokens redo calls again).
   streamed.text = "";
   const params = {
     model: config.model,
-    max_tokens: run.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
+    max_tokens: overrides.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
     system: run.system,
     messages,
     tools: toolSpecs(config.tools),
