@@ -209,8 +209,6 @@ export function decide(call: ToolCall, options: DecideOptions): Decision {
 
 /** Gate 2's built-in rules: a reason the call needs a human, or null. */
 export function builtInReason(target: ToolTarget | null, workdir: string): string | null {
-  // A tool may say that every call asks (`target.ask`): only a rule in the settings skips it.
-  if (target?.ask) return target.ask;
   if (target?.command !== undefined) {
     const reason = destructiveReason(target.command);
     if (reason) return reason;
@@ -321,8 +319,7 @@ export function parseRules(files: SettingsFile[]): { rules: Rule[]; problems: st
 }
 
 function parseRule(text: string): { tool: string; specifier: string | null } | null {
-  // A trailing `*` names a family of tools: `mcp__docs__*`.
-  const match = /^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$/s.exec(text);
+  const match = /^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$/s.exec(text);
   if (!match) return null;
   const specifier = match[2];
   if (specifier !== undefined && specifier.trim() === "") return null;

@@ -41,8 +41,8 @@ export interface LoopConfig {
   model: string;
   maxTokens?: number;
   tools: ToolMap;
-  /** The system prompt, or a function that builds it before each call. */
-  system: string | (() => string);
+  /** The system prompt of this run. */
+  system: string;
   /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
   scope: string;
   /** Absent: "main". */
@@ -63,7 +63,6 @@ export interface LoopConfig {
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
   const seams = composeSeams(config.seams ?? []);
   const signal = config.signal ?? new AbortController().signal;
-  const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
   const run: RunContext = {
     workdir: config.workdir,
     signal,
@@ -71,7 +70,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     role: config.role ?? "main",
     turn: config.turn ?? "user",
     request: config.request ?? requestText(messages.at(-1)),
-    system: systemNow(),
+    system: config.system,
     tools: config.tools,
   };
   const append = (message: MessageParam, origin: Origin) => {
@@ -83,7 +82,6 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   // One iteration per model call; the loop ends when a reply asks for no tool.
   for (;;) {
     throwIfAborted(signal);
-    run.system = systemNow();
     await seams.beforeModelCall(messages, run);
     const response = await seams.aroundModelCall(
       () => callModel(messages, config, run),

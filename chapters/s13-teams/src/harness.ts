@@ -142,9 +142,7 @@ export async function runHarness(
           client: harness.client,
           model: config.model,
           tools: setup.tools,
-          // Rebuilt before every model call: its dynamic sections (memory, the clock,
-          // connected servers) may change during a turn.
-          system: () => systemPrompt(config.workdir, mechanisms, "main"),
+          system: setup.system,
           scope: "main",
           role: "main",
           turn: turn.kind,

@@ -6,7 +6,10 @@
  * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
- * tools of this run.
+ * tools of this run. s14 edits this file (chapters/edits.json): the system prompt and the
+ * tools may be functions, built again before each call, so a pool that grows during a run
+ * (an MCP server connected mid-turn) is offered from the next call, with the prompt line
+ * that says so.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -40,7 +43,8 @@ export interface LoopConfig {
   client: ModelClient;
   model: string;
   maxTokens?: number;
-  tools: ToolMap;
+  /** The tools, or a function that gathers them before each call. */
+  tools: ToolMap | (() => ToolMap);
   /** The system prompt, or a function that builds it before each call. */
   system: string | (() => string);
   /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
@@ -64,6 +68,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   const seams = composeSeams(config.seams ?? []);
   const signal = config.signal ?? new AbortController().signal;
   const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
+  const toolsNow = () => (typeof config.tools === "function" ? config.tools() : config.tools);
   const run: RunContext = {
     workdir: config.workdir,
     signal,
@@ -72,7 +77,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     turn: config.turn ?? "user",
     request: config.request ?? requestText(messages.at(-1)),
     system: systemNow(),
-    tools: config.tools,
+    tools: toolsNow(),
   };
   const append = (message: MessageParam, origin: Origin) => {
     messages.push(tagOrigin(message, origin));
@@ -84,6 +89,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   for (;;) {
     throwIfAborted(signal);
     run.system = systemNow();
+    run.tools = toolsNow();
     await seams.beforeModelCall(messages, run);
     const response = await seams.aroundModelCall(
       () => callModel(messages, config, run),
@@ -142,7 +148,7 @@ function callModel(messages: MessageParam[], config: LoopConfig, run: RunContext
       max_tokens: config.maxTokens ?? MAX_TOKENS,
       system: run.system,
       messages,
-      tools: toolSpecs(config.tools),
+      tools: toolSpecs(run.tools),
     },
     { scope: config.scope, signal: run.signal },
   );
@@ -157,7 +163,7 @@ async function runTool(
 ) {
   const started = performance.now();
   config.emit({ type: "tool_call", scope: config.scope, ...call });
-  const output = await dispatch(call, config, run, seams);
+  const output = await dispatch(call, run, seams);
   config.emit({
     type: "tool_result",
     scope: config.scope,
@@ -171,16 +177,11 @@ async function runTool(
   return output;
 }
 
-async function dispatch(
-  call: ToolCall,
-  config: LoopConfig,
-  run: RunContext,
-  seams: Required<LoopSeams>,
-) {
+async function dispatch(call: ToolCall, run: RunContext, seams: Required<LoopSeams>) {
   // An own-key Map: names such as `constructor` or `__proto__` are simply unknown.
-  const tool = config.tools.get(call.name);
+  const tool = run.tools.get(call.name);
   if (!tool) {
-    const available = [...config.tools.keys()].join(", ");
+    const available = [...run.tools.keys()].join(", ");
     return error(`Error: Unknown tool '${call.name}'. Available tools: ${available}`);
   }
   const parsed = tool.parse(call.input);

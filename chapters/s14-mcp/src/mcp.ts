@@ -26,7 +26,7 @@ import {
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
-import type { LoopSeams, Mechanism } from "./contract.ts";
+import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { runName } from "./mailbox.ts";
 import {
@@ -338,13 +338,13 @@ export class McpServers {
   /** Built-in tool names and every connected server's, each with where it comes from. */
   private takenNames(): Map<string, string> {
     const taken = new Map<string, string>();
-    for (const name of this.harness.agent("main", "main").tools.keys())
-      taken.set(name, `built-in tool '${name}'`);
     for (const [server, { connection, tools }] of this.connected) {
       for (const [i, tool] of tools.entries()) {
         taken.set(tool.name, `MCP tool '${server}'/'${connection.tools[i]!.name}'`);
       }
     }
+    for (const name of this.harness.agent("main", "main").tools.keys())
+      if (!taken.has(name)) taken.set(name, `built-in tool '${name}'`);
     return taken;
   }
 
@@ -383,15 +383,10 @@ export class McpServers {
     return [...lines, ...this.config.problems].join("\n");
   }
 
-  /** The main agent's pool, before every model call: built-ins, then each server's tools. */
-  readonly seams: LoopSeams = {
-    beforeModelCall: async (_messages, run) => {
-      for (const name of [...run.tools.keys()])
-        if (name.startsWith("mcp__")) run.tools.delete(name);
-      for (const { tools } of this.connected.values())
-        for (const tool of tools) run.tools.set(tool.name, tool);
-    },
-  };
+  /** Every connected server's tools, server by server in the order they connected. */
+  tools(): ToolDefinition[] {
+    return [...this.connected.values()].flatMap(({ tools }) => tools);
+  }
 
   async closeAll(): Promise<void> {
     const all = [...this.connected.values()];
@@ -418,9 +413,9 @@ export function connectTool(servers: McpServers): ToolDefinition<{ name: string 
 }
 
 /**
- * MCP as a mechanism: connect_mcp and the MCP section for the main agent, the connected
- * servers' line after Memory, the pool assembled before every model call, `/mcp`, and
- * every server stopped when the session ends.
+ * MCP as a mechanism: connect_mcp, the connected servers' tools and the MCP section for
+ * the main agent, the connected servers' line after Memory, `/mcp`, and every server
+ * stopped when the session ends.
  */
 export function mcpMechanism(
   harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "printer" | "agent">,
@@ -429,7 +424,9 @@ export function mcpMechanism(
   const tool = connectTool(servers);
   return {
     name: "mcp",
-    tools: (role) => (role === "main" ? [tool as ToolDefinition] : []),
+    // The main agent's pool: connect_mcp, then each connected server's tools, gathered
+    // again before every model call like every other mechanism's.
+    tools: (role) => (role === "main" ? [tool as ToolDefinition, ...servers.tools()] : []),
     sections: (role) => {
       if (role !== "main") return [];
       const names = [...servers.connected.keys()];
@@ -444,7 +441,6 @@ export function mcpMechanism(
         : [];
       return [mcpSection(servers.config), ...connected];
     },
-    loop: (run) => (run.role === "main" ? servers.seams : null),
     commands: {
       mcp: {
         description:

@@ -144,9 +144,9 @@ export async function runHarness(
         return agentLoop(turn.history, {
           client: harness.client,
           model: config.model,
-          tools: setup.tools,
-          // Rebuilt before every model call: its dynamic sections (memory, the clock,
-          // connected servers) may change during a turn.
+          // Both gathered again before every model call: a server connected during the turn
+          // adds tools, and the dynamic sections (memory, the clock) may change.
+          tools: () => toolMap(gatherTools(mechanisms, "main")),
           system: () => systemPrompt(config.workdir, mechanisms, "main"),
           scope: "main",
           role: "main",

@@ -6,11 +6,12 @@
  * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
- * tools of this run. s15 edited this file (chapters/edits.json): the main agent's replies
- * stream, their text printed as it arrives, a wrapper may override one call's max_tokens
+ * tools of this run; the tools, like the system prompt, may be gathered again before each
+ * call. s15 edited this file (chapters/edits.json): the main agent's replies stream, their
+ * text printed as it arrives, a wrapper may override one call's max_tokens
  * (`CallOverrides`, contract.ts), and a seam may refuse a whole reply's calls before any
- * gate sees them (`beforeCalls`: a reply cut off at max_tokens). s17 edits it too: at the no-tool_use exit the contract's
- * new `beforeStop` seam is asked before `onStop`.
+ * gate sees them (`beforeCalls`: a reply cut off at max_tokens). s17 edits it too: at the
+ * no-tool_use exit the contract's new `beforeStop` seam is asked before `onStop`.
  *
  * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
  * above is the composition; the mechanisms keep their own files):
@@ -19,7 +20,7 @@
  *                       background notifications (s11, beforeModelCall); a turn's input,
  *                       scheduled text or team events are its first user message
  *   b. prompt and pool  the system prompt rebuilt (memory's sections, the clock) and the
- *                       tool pool (MCP servers, s14, beforeModelCall)
+ *                       tools gathered again (MCP servers, s14)
  *   c. compaction       the layers L3, L1, L2 and, still too large, L4, on the history as
  *                       it will be sent (s08, aroundModelCall, outermost of the wrappers)
  *   d. the model call   streamed for the main agent; on prompt-too-long one reactive
@@ -69,7 +70,8 @@ export interface LoopConfig {
   client: ModelClient;
   model: string;
   maxTokens?: number;
-  tools: ToolMap;
+  /** The tools, or a function that gathers them before each call. */
+  tools: ToolMap | (() => ToolMap);
   /** The system prompt, or a function that builds it before each call. */
   system: string | (() => string);
   /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
@@ -93,6 +95,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   const seams = composeSeams(config.seams ?? []);
   const signal = config.signal ?? new AbortController().signal;
   const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
+  const toolsNow = () => (typeof config.tools === "function" ? config.tools() : config.tools);
   const run: RunContext = {
     workdir: config.workdir,
     signal,
@@ -101,7 +104,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     turn: config.turn ?? "user",
     request: config.request ?? requestText(messages.at(-1)),
     system: systemNow(),
-    tools: config.tools,
+    tools: toolsNow(),
   };
   const append = (message: MessageParam, origin: Origin) => {
     messages.push(tagOrigin(message, origin));
@@ -113,6 +116,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   for (;;) {
     throwIfAborted(signal);
     run.system = systemNow();
+    run.tools = toolsNow();
     await seams.beforeModelCall(messages, run);
     const streamed = { text: "" };
     const response = await seams.aroundModelCall(
@@ -207,7 +211,7 @@ function callModel(
     max_tokens: overrides.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
     system: run.system,
     messages,
-    tools: toolSpecs(config.tools),
+    tools: toolSpecs(run.tools),
   };
   const options = { scope: config.scope, signal: run.signal };
   if (!streams(config, run) || !config.client.stream) return config.client.create(params, options);
@@ -230,7 +234,7 @@ async function runTool(
 ) {
   const started = performance.now();
   config.emit({ type: "tool_call", scope: config.scope, ...call });
-  const output = refused ?? (await dispatch(call, config, run, seams));
+  const output = refused ?? (await dispatch(call, run, seams));
   config.emit({
     type: "tool_result",
     scope: config.scope,
@@ -244,16 +248,11 @@ async function runTool(
   return output;
 }
 
-async function dispatch(
-  call: ToolCall,
-  config: LoopConfig,
-  run: RunContext,
-  seams: Required<LoopSeams>,
-) {
+async function dispatch(call: ToolCall, run: RunContext, seams: Required<LoopSeams>) {
   // An own-key Map: names such as `constructor` or `__proto__` are simply unknown.
-  const tool = config.tools.get(call.name);
+  const tool = run.tools.get(call.name);
   if (!tool) {
-    const available = [...config.tools.keys()].join(", ");
+    const available = [...run.tools.keys()].join(", ");
     return error(`Error: Unknown tool '${call.name}'. Available tools: ${available}`);
   }
   const parsed = tool.parse(call.input);
