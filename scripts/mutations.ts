@@ -969,6 +969,16 @@ export const MUTATIONS: Mutation[] = [
   },
   // ---------------------------------------------------------------- contract growth (issue 25)
   {
+    id: "s13-loop-workdir-once-per-model-call",
+    file: `${S13}/loop.ts`,
+    search: "      run.workdir = workdirNow();\n      round.push(",
+    replace: "      round.push(",
+    description:
+      "the working directory is asked only before a model call: a call after a claim in the same reply runs in the old directory",
+    tests: ["teams.test.ts"],
+  },
+
+  {
     id: "s15-contract-overrides-outer-wins",
     file: `${S15}/contract.ts`,
     search: "seams.aroundModelCall((inner) => next({ ...outer, ...inner }), messages, run),",
@@ -987,9 +997,9 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s13-teams-gate-by-tool-name",
     file: `${S13}/teams.ts`,
-    search: "        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null, run),",
+    search: "        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null),",
     replace:
-      '        this.gate(mate, ["bash", "read_file", "write_file", "edit_file", "glob"].includes(call.name) ? (run.tools.get(call.name)?.target?.(call.input) ?? { kind: "read" }) : null, run),',
+      '        this.gate(mate, ["bash", "read_file", "write_file", "edit_file", "glob"].includes(call.name) ? (run.tools.get(call.name)?.target?.(call.input) ?? { kind: "read" }) : null),',
     description:
       "the plan gate and the lease pick tools from a list of names: a tool they do not know runs unchecked",
     tests: ["teams.test.ts"],

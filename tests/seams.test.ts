@@ -41,6 +41,19 @@ import { afterTools, Capture, lastToolResults, tempWorkspace } from "./helpers/r
 type MessageParam = Anthropic.MessageParam;
 type Seams = ContractModule.LoopSeams;
 
+// The run's context is the loop's to write; to a mechanism it is read-only. tsc checks this
+// (pnpm typecheck): were a field writable, the expected error would be missing.
+function mechanismsCannotWrite(run: ContractModule.RunContext, first: FirstContext): void {
+  // @ts-expect-error a mechanism cannot move the run's working directory
+  run.workdir = "/elsewhere";
+  // @ts-expect-error nor replace the run's tools
+  run.tools = new Map();
+  // @ts-expect-error nor the system prompt, in the first chapter either
+  first.system = "";
+}
+type FirstContext = import("../chapters/s01-loop/src/contract.ts").RunContext;
+void mechanismsCannotWrite;
+
 describe.each(
   moduleVersions("s01", [
     "contract.ts",

@@ -993,6 +993,55 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
     }
 
     edge(
+      "a claim in the middle of a reply moves the calls after it into the task's checkout",
+      async () => {
+        const workdir = tempWorkspace("team-wt-claim");
+        const git = (...args: string[]) =>
+          execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
+        git("init", "-q", "-b", "main");
+        writeFiles(workdir, { "README.md": "repo\n" });
+        git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
+        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+        writeFiles(workdir, taskFile("task_000b0001", { subject: "auth" }));
+        const steps: ScriptStep[] = [
+          {
+            when: (r) => isLead(r) && lastText(r) === "go",
+            reply: reply(
+              toolUse("create_worktree", { name: "auth", task_id: "task_000b0001" }),
+              toolUse("spawn_teammate", { name: "finn", role: "dev", prompt: "Find work." }),
+            ),
+          },
+          { when: (r) => isLead(r) && results(r).length === 2, reply: reply(text("SPAWNED")) },
+          {
+            when: firstOf("finn"),
+            reply: reply(
+              toolUse("bash", { command: "pwd" }),
+              toolUse("claim_task", { task_id: "task_000b0001" }),
+              toolUse("bash", { command: "pwd" }),
+            ),
+          },
+          {
+            when: (r) => is("finn")(r) && results(r).length === 3,
+            reply: reply(text("FINN DONE")),
+          },
+          ...noted(),
+        ];
+        await runTyped(chapter, {
+          steps,
+          env: TEAM,
+          workdir,
+          typing: [{ line: "go" }, { after: "FINN DONE", line: null }],
+        }).then((run) => {
+          const finn = results(run.requests.find((r) => is("finn")(r) && results(r).length === 3)!);
+          // Before the claim no task, so no workspace tools; after it, the checkout.
+          expect(finn[0]).toBe("Error: Claim a Task before using workspace tools.");
+          expect(finn[1]).toMatch(/^Claimed task_000b0001/);
+          expect(finn[2]).toBe(path.join(workdir, ".harness", "worktrees", "auth"));
+        });
+      },
+    );
+
+    edge(
       "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",
       async () => {
         const workdir = tempWorkspace("team-wt");

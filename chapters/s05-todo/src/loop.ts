@@ -63,7 +63,8 @@ export interface LoopConfig {
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
   const seams = composeSeams(config.seams ?? []);
   const signal = config.signal ?? new AbortController().signal;
-  const run: RunContext = {
+  // Read-only for the seams; the loop is the one writer.
+  const run: { -readonly [K in keyof RunContext]: RunContext[K] } = {
     workdir: config.workdir,
     signal,
     scope: config.scope,

@@ -64,15 +64,18 @@ export function originOf(message: MessageParam): Origin | undefined {
   return origins.get(message);
 }
 
-/** What every seam and every tool call of one loop run is told. */
-export interface RunContext extends ToolContext {
-  role: Role;
-  turn: TurnKind;
+/**
+ * What every seam and every tool call of one loop run is told. Mechanisms read it; only the
+ * loop writes it.
+ */
+export interface RunContext extends Readonly<ToolContext> {
+  readonly role: Role;
+  readonly turn: TurnKind;
   /** The active request: what this run works on (the typed line, for a user turn). */
-  request: string;
+  readonly request: string;
   /** The system prompt of the coming (or current) model call. */
-  system: string;
-  tools: ToolMap;
+  readonly system: string;
+  readonly tools: ToolMap;
 }
 
 /** One call of a round and what came of it (a refusal is an outcome too). */

@@ -6,7 +6,9 @@
  * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
- * tools of this run.
+ * tools of this run. The loop alone writes that context. s13 edits this file
+ * (chapters/edits.json): the working directory may be a function, asked before every tool
+ * call, because a teammate's moves to the task it claims.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -51,7 +53,8 @@ export interface LoopConfig {
   turn?: TurnKind;
   /** The active request. Absent: the text of the last user message when the run starts. */
   request?: string;
-  workdir: string;
+  /** The working directory, or a function asked before every tool call. */
+  workdir: string | (() => string);
   /** At most this many model calls (absent: no limit, as in s01). */
   maxTurns?: number;
   signal?: AbortSignal;
@@ -62,9 +65,12 @@ export interface LoopConfig {
 
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
   const seams = composeSeams(config.seams ?? []);
+  const workdirNow = () =>
+    typeof config.workdir === "function" ? config.workdir() : config.workdir;
   const signal = config.signal ?? new AbortController().signal;
-  const run: RunContext = {
-    workdir: config.workdir,
+  // Read-only for the seams; the loop is the one writer.
+  const run: { -readonly [K in keyof RunContext]: RunContext[K] } = {
+    workdir: workdirNow(),
     signal,
     scope: config.scope,
     role: config.role ?? "main",
@@ -112,6 +118,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
       const call = { id: block.id, name: block.name, input: block.input };
+      run.workdir = workdirNow();
       round.push({ call, output: await runTool(call, config, run, seams) });
     }
     throwIfAborted(signal);

@@ -351,7 +351,8 @@ export class TeamRuntime implements OwnerClaims {
       role: "teammate",
       turn: "team",
       request: mate.request,
-      workdir: mate.assignment?.cwd ?? this.options.workdir,
+      // Its task's directory, asked before every call: a claim moves it there.
+      workdir: () => mate.assignment?.cwd ?? this.options.workdir,
       maxTurns: MAX_WORK_CALLS,
       signal: mate.controller.signal,
       emit: this.options.emit,
@@ -455,17 +456,16 @@ export class TeamRuntime implements OwnerClaims {
   private seams(mate: Teammate): LoopSeams {
     return {
       // The inbox is read before every model call, so a shutdown wins before the next call.
-      beforeModelCall: async (messages, run) => {
+      beforeModelCall: async (messages) => {
         const mail = this.options.mailbox.read(mate.name);
         if (mail.length > 0) {
           const lines = this.handleInbox(mate, mail);
           if (lines === null) throw new ShutdownAccepted();
           if (lines.length > 0) appendText(messages, lines.join("\n"));
         }
-        run.workdir = mate.assignment?.cwd ?? this.options.workdir;
       },
       beforeToolCall: async (call, run) =>
-        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null, run),
+        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null),
       // A call that needed an approval nobody here can give goes to the lead, who may run it.
       afterResults: (round) => {
         for (const { call, output } of round) {
@@ -488,11 +488,7 @@ export class TeamRuntime implements OwnerClaims {
    * touches the workspace needs a claimed task. A refusal, or null (the call runs in the
    * task's directory).
    */
-  private async gate(
-    mate: Teammate,
-    target: ToolTarget | null,
-    run: RunContext,
-  ): Promise<ToolOutput | null> {
+  private async gate(mate: Teammate, target: ToolTarget | null): Promise<ToolOutput | null> {
     const refuse = (content: string): ToolOutput => ({ content, isError: true });
     if (target === null) return null;
     if (target.kind !== "read" && mate.gate !== "not_required" && mate.gate !== "approved") {
@@ -515,7 +511,6 @@ export class TeamRuntime implements OwnerClaims {
     } catch (error) {
       return refuse(`Error: Invalid task assignment: ${(error as Error).message}`);
     }
-    run.workdir = mate.assignment.cwd;
     return null;
   }
 

@@ -6,12 +6,13 @@
  * Mechanisms plug in at the seams of `LoopSeams` (contract.ts, which also says how several
  * of them combine), and the same loop runs every agent. Every seam gets the run's context:
  * its scope and role, the turn's abort signal, the active request, the system prompt and
- * tools of this run; the tools, like the system prompt, may be gathered again before each
- * call. s15 edited this file (chapters/edits.json): the main agent's replies stream, their
- * text printed as it arrives, a wrapper may override one call's max_tokens
- * (`CallOverrides`, contract.ts), and a seam may refuse a whole reply's calls before any
- * gate sees them (`beforeCalls`: a reply cut off at max_tokens). s17 edits it too: at the
- * no-tool_use exit the contract's new `beforeStop` seam is asked before `onStop`.
+ * tools of this run, which the loop alone writes; the working directory, the tools and the
+ * system prompt may be asked for again before each call. s15 edited this file
+ * (chapters/edits.json): the main agent's replies stream, their text printed as it arrives,
+ * a wrapper may override one call's max_tokens (`CallOverrides`, contract.ts), and a seam
+ * may refuse a whole reply's calls before any gate sees them (`beforeCalls`: a reply cut
+ * off at max_tokens). s17 edits it too: at the no-tool_use exit the contract's new
+ * `beforeStop` seam is asked before `onStop`.
  *
  * One round, stage by stage, with the mechanisms of s15's list at each (the seams' order
  * above is the composition; the mechanisms keep their own files):
@@ -31,11 +32,12 @@
  *                       max_tokens continuations (s15), onStop; then the turn ends, and
  *                       memory extraction (s09) runs after it, in the REPL's afterTurn
  *   g. each tool_use    a reply cut off at max_tokens refuses every call (s15,
- *                       beforeCalls); otherwise in order: parse, the gates (permissions, then PreToolUse hooks,
- *                       beforeToolCall), the handler (a background job, s11), PostToolUse
- *                       (afterToolCall); one user message with every result and the text
- *                       that rides with them (afterResults); a `compact` request is served
- *                       after the batch (s08, afterBatch)
+ *                       beforeCalls); otherwise in order: parse, the gates (the team's
+ *                       plan gate, permissions, then PreToolUse hooks; beforeToolCall),
+ *                       the handler (a background job, s11), PostToolUse (afterToolCall);
+ *                       one user message with every result and the text that rides with
+ *                       them (afterResults); a `compact` request is served after the
+ *                       batch (s08, afterBatch)
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -82,7 +84,8 @@ export interface LoopConfig {
   turn?: TurnKind;
   /** The active request. Absent: the text of the last user message when the run starts. */
   request?: string;
-  workdir: string;
+  /** The working directory, or a function asked before every tool call. */
+  workdir: string | (() => string);
   /** At most this many model calls (absent: no limit, as in s01). */
   maxTurns?: number;
   signal?: AbortSignal;
@@ -93,11 +96,14 @@ export interface LoopConfig {
 
 export async function agentLoop(messages: MessageParam[], config: LoopConfig): Promise<LoopResult> {
   const seams = composeSeams(config.seams ?? []);
+  const workdirNow = () =>
+    typeof config.workdir === "function" ? config.workdir() : config.workdir;
   const signal = config.signal ?? new AbortController().signal;
   const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
   const toolsNow = () => (typeof config.tools === "function" ? config.tools() : config.tools);
-  const run: RunContext = {
-    workdir: config.workdir,
+  // Read-only for the seams; the loop is the one writer.
+  const run: { -readonly [K in keyof RunContext]: RunContext[K] } = {
+    workdir: workdirNow(),
     signal,
     scope: config.scope,
     role: config.role ?? "main",
@@ -171,6 +177,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
       const call = { id: block.id, name: block.name, input: block.input };
+      run.workdir = workdirNow();
       round.push({ call, output: await runTool(call, config, run, seams, refused) });
     }
     throwIfAborted(signal);
