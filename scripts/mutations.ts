@@ -470,7 +470,7 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-memory-dialogue-reads-injected",
     file: `${S09}/memory-extract.ts`,
-    search: '  if (by !== "input" && by !== "model") return "";\n',
+    search: '  if (origin !== "input" && origin !== "model") return "";\n',
     replace: "",
     description:
       "extraction reads what the harness injected (tool results, continuations, summaries)",
@@ -715,16 +715,16 @@ export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s13 teams
   {
     id: "s13-teams-no-plan-gate",
-    file: `${S13}/teams.ts`,
+    file: `${S13}/team-claims.ts`,
     search:
-      '    if (CHANGING_TOOLS.has(tool) && mate.gate !== "not_required" && mate.gate !== "approved") {',
+      '    if (target.kind !== "read" && mate.gate !== "not_required" && mate.gate !== "approved") {',
     replace: "    if (false) {",
     description: "an unapproved plan no longer blocks bash and writes",
     tests: ["teams.test.ts"],
   },
   {
     id: "s13-teams-two-tasks-per-owner",
-    file: `${S13}/teams.ts`,
+    file: `${S13}/team-claims.ts`,
     search: "    if (mate?.assignment) {",
     replace: "    if (false) {",
     description: "a teammate can claim a second task in the same work phase",
@@ -732,15 +732,15 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s13-teams-tasks-kept-at-exit",
-    file: `${S13}/teams.ts`,
-    search: "        await this.releaseAll(mate);",
+    file: `${S13}/team-runtime.ts`,
+    search: "        await this.claims.releaseAll(mate);",
     replace: "        void 0;",
     description: "a stopped teammate's task stays in progress, owned by nobody alive",
     tests: ["teams.test.ts"],
   },
   {
     id: "s13-teams-no-cap",
-    file: `${S13}/teams.ts`,
+    file: `${S13}/team-runtime.ts`,
     search: "      maxTurns: MAX_WORK_CALLS,",
     replace: "      maxTurns: 1000,",
     description: "a work phase is not stopped after 50 model calls",
@@ -748,7 +748,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s13-teams-denial-not-reported",
-    file: `${S13}/teams.ts`,
+    file: `${S13}/team-runtime.ts`,
     search: "          if (!output.denied?.approvable) continue;",
     replace: "          if (output.denied?.approvable !== undefined) continue;",
     description: "the lead is not told of a teammate's denied call",
@@ -930,9 +930,9 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s15-cost-system-whole",
     file: `${S15}/cost.ts`,
-    search: "  const stable = stableLength(system) ?? system.length;\n  if (stable === 0)",
-    replace: "  const stable = system.length;\n  if (stable === 0)",
-    description: "the system breakpoint goes after the dynamic sections too (the cache never hits)",
+    search: "  return first ? [{ ...first, cache_control: EPHEMERAL }, ...rest] : blocks;",
+    replace: "  return blocks.map((block) => ({ ...block, cache_control: EPHEMERAL }));",
+    description: "the dynamic part of the prompt is marked too (a breakpoint spent on what changes)",
     tests: ["cost.test.ts"],
   },
   {
@@ -969,6 +969,15 @@ export const MUTATIONS: Mutation[] = [
   },
   // ---------------------------------------------------------------- contract growth (issue 25)
   {
+    id: "s15-loop-system-as-one-text",
+    file: `${S15}/loop.ts`,
+    search: "    system: parts ? systemBlocks(parts) : run.system,",
+    replace: "    system: run.system,",
+    description:
+      "the main agent's prompt goes out as one text: the cache mark covers the dynamic sections too",
+    tests: ["cost.test.ts"],
+  },
+  {
     id: "s13-loop-workdir-once-per-model-call",
     file: `${S13}/loop.ts`,
     search: "      run.workdir = workdirNow();\n      round.push(",
@@ -996,10 +1005,11 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s13-teams-gate-by-tool-name",
-    file: `${S13}/teams.ts`,
-    search: "        this.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null),",
+    file: `${S13}/team-runtime.ts`,
+    search:
+      "        this.claims.gate(mate, run.tools.get(call.name)?.target?.(call.input) ?? null),",
     replace:
-      '        this.gate(mate, ["bash", "read_file", "write_file", "edit_file", "glob"].includes(call.name) ? (run.tools.get(call.name)?.target?.(call.input) ?? { kind: "read" }) : null),',
+      '        this.claims.gate(mate, ["bash", "read_file", "write_file", "edit_file", "glob"].includes(call.name) ? (run.tools.get(call.name)?.target?.(call.input) ?? { kind: "read" }) : null),',
     description:
       "the plan gate and the lease pick tools from a list of names: a tool they do not know runs unchecked",
     tests: ["teams.test.ts"],
@@ -1153,7 +1163,7 @@ export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s16 workflow
   {
     id: "s16-workflow-journal-ignored",
-    file: `${S16}/workflow.ts`,
+    file: `${S16}/workflow-runtime.ts`,
     search: "    if (shared.journal.has(key)) {",
     replace: "    if (false) {",
     description: "a resumed run calls every agent again instead of replaying the journal",
@@ -1161,7 +1171,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s16-workflow-no-drain",
-    file: `${S16}/workflow.ts`,
+    file: `${S16}/workflow-core.ts`,
     search: "  const settled = await Promise.allSettled(work);",
     replace:
       '  const settled = await Promise.all(work).then((v) => v.map((value) => ({ status: "fulfilled" as const, value })));',
@@ -1178,7 +1188,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s16-workflow-resume-args-unchecked",
-    file: `${S16}/workflow.ts`,
+    file: `${S16}/workflow-runtime.ts`,
     search: "    if (givenArgs !== null && canonicalJson(givenArgs) !== canonicalJson(saved))",
     replace: "    if (false)",
     description: "a resume with other args runs against the old journal",
@@ -1186,7 +1196,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s16-workflow-cap-counts-cached",
-    file: `${S16}/workflow.ts`,
+    file: `${S16}/workflow-runtime.ts`,
     search: "    const key = agentKey(label, prompt, schema);\n    if (shared.journal.has(key)) {",
     replace:
       '    const key = agentKey(label, prompt, schema);\n    if (shared.executed.count++ >= MAX_AGENT_CALLS) throw new Error("cap");\n    if (shared.journal.has(key)) {',
@@ -1204,7 +1214,7 @@ export const MUTATIONS: Mutation[] = [
   // ---------------------------------------------------------------- s17 goal
   {
     id: "s17-goal-prose-salvaged",
-    file: `${S17}/goal.ts`,
+    file: `${S17}/goal-evaluator.ts`,
     search: "    value = JSON.parse(body);",
     replace: '    value = JSON.parse(body.slice(body.indexOf("{")));',
     description: "an evaluator's prose around the JSON is salvaged instead of failing closed",

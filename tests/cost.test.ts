@@ -31,24 +31,35 @@ describe.each(moduleVersions("s15", ["cost.ts", "prompt.ts"]))(
       messages,
     });
 
-    it("cuts the system prompt after its stable sections and marks that part only", () => {
-      const system = prompt.buildSystemPrompt([
+    it("a prompt in parts: the loop sends two blocks and the stable one is marked; a text is marked whole", () => {
+      const parts = prompt.buildSystemParts([
         { id: "a", text: "Stable one." },
         { id: "clock", text: "Time: now.", dynamic: true },
         { id: "b", text: "Stable two." },
       ]);
-      const sent = cost.withCacheBreakpoints(base([{ role: "user", content: "hi" }], system));
+      expect(parts).toEqual({ stable: "Stable one.\n\nStable two.", dynamic: "Time: now." });
+      expect(prompt.joinParts(parts)).toBe("Stable one.\n\nStable two.\n\nTime: now.");
+      const blocks = [
+        { type: "text" as const, text: parts.stable },
+        { type: "text" as const, text: parts.dynamic },
+      ];
+      const sent = cost.withCacheBreakpoints(base([{ role: "user", content: "hi" }], blocks));
       expect(sent.system).toEqual([
         { type: "text", text: "Stable one.\n\nStable two.", cache_control: EPHEMERAL },
         { type: "text", text: "Time: now." },
       ]);
-      // A prompt this file did not build is cached whole.
+      // A prompt sent as one text (a side call, a teammate's) is cached whole.
       const other = cost.withCacheBreakpoints(
         base([{ role: "user", content: "hi" }], "Summarise."),
       );
       expect(other.system).toEqual([
         { type: "text", text: "Summarise.", cache_control: EPHEMERAL },
       ]);
+      // Blocks someone already marked are left as they are.
+      const marked = [
+        { type: "text" as const, text: "x", cache_control: { type: "ephemeral" as const } },
+      ];
+      expect(cost.withCacheBreakpoints(base([], marked)).system).toEqual(marked);
     });
 
     it("marks the newest message's last block, or the block before a typed line, and copies", () => {
@@ -162,9 +173,13 @@ describe.concurrent.each(carried(chaptersFrom("s15"), COST))(
       expect(sent).toHaveLength(3);
       for (const body of sent) {
         expect(Array.isArray(body.system)).toBe(true);
-        const [stable] = body.system as Anthropic.TextBlockParam[];
+        // The loop sends the prompt in its two parts; only the stable one is marked.
+        const [stable, dynamic, ...more] = body.system as Anthropic.TextBlockParam[];
         expect(stable!.cache_control).toEqual(EPHEMERAL);
         expect(stable!.text).toMatch(/^You are a coding agent at /);
+        expect(dynamic!.text).toMatch(/^Memory: /);
+        expect(dynamic!.cache_control).toBeUndefined();
+        expect(more).toEqual([]);
         expect(marks(body)).toBeLessThanOrEqual(4);
       }
       // Round 2 marks its tool results; the typed line of turn 2 leaves the mark before it.

@@ -18,6 +18,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Turn } from "../chapters/s12-cron/src/contract.ts";
 import type * as CronModule from "../chapters/s12-cron/src/cron.ts";
 import type * as ParseModule from "../chapters/s12-cron/src/cron-parse.ts";
+import type * as SchedulerModule from "../chapters/s12-cron/src/cron-scheduler.ts";
 import type * as StoreModule from "../chapters/s12-cron/src/cron-store.ts";
 import {
   attemptsPerCall,
@@ -101,7 +102,9 @@ function runHeld(
 
 // Module-level blocks run only where these modules differ: identical copies prove nothing new.
 const MODULE_CHAPTERS = new Set(
-  moduleVersions("s12", ["cron-parse.ts", "cron-store.ts", "cron.ts"]).map((c) => c.id),
+  moduleVersions("s12", ["cron-parse.ts", "cron-store.ts", "cron-scheduler.ts", "cron.ts"]).map(
+    (c) => c.id,
+  ),
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the contract runs on every chapter (runsEdgeCases in chapters.ts). repl.ts runs the
@@ -109,6 +112,7 @@ const MODULE_CHAPTERS = new Set(
 const CRON = moduleVersions("s12", [
   "cron-parse.ts",
   "cron-store.ts",
+  "cron-scheduler.ts",
   "cron.ts",
   "repl.ts",
   "recovery.ts",
@@ -117,7 +121,7 @@ const CRON = moduleVersions("s12", [
 
 describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (chapter) => {
   let parse: typeof ParseModule;
-  let store: typeof StoreModule;
+  let scheduling: typeof SchedulerModule;
   let cron: typeof CronModule;
 
   /** A scheduler on a fake clock that stays where the test puts it. */
@@ -126,7 +130,7 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
     const clock = { t: local(options.at ?? "2026-03-01T09:00:10") };
     const lines: string[] = [];
     const ids = options.ids;
-    const s = new store.CronScheduler({
+    const s = new scheduling.CronScheduler({
       workdir,
       now: () => clock.t,
       say: (line) => lines.push(line),
@@ -134,7 +138,7 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
     });
     const file = path.join(workdir, CRON_FILE);
     const onDisk = () => JSON.parse(readFileSync(file, "utf8")) as unknown[];
-    const add = (cronText: string, fields: Partial<StoreModule.ScheduleInput> = {}) => {
+    const add = (cronText: string, fields: Partial<SchedulerModule.ScheduleInput> = {}) => {
       const out = s.schedule({
         cron: cronText,
         prompt: `run ${cronText}`,
@@ -151,7 +155,7 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
   if (MODULE_CHAPTERS.has(chapter.id)) {
     beforeAll(async () => {
       parse = await importChapter<typeof ParseModule>(chapter, "cron-parse.ts");
-      store = await importChapter<typeof StoreModule>(chapter, "cron-store.ts");
+      scheduling = await importChapter<typeof SchedulerModule>(chapter, "cron-scheduler.ts");
       cron = await importChapter<typeof CronModule>(chapter, "cron.ts");
     });
 
@@ -741,7 +745,7 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
         );
         expect(clock.now()).toBe(local("2026-03-01T08:59:58.250"));
         real += 1750;
-        expect(store.minuteMarker(clock.now())).toBe("2026-03-01 09:00");
+        expect(scheduling.minuteMarker(clock.now())).toBe("2026-03-01 09:00");
         expect(cron.clockFrom({}, () => 42).now()).toBe(42);
         for (const bad of [
           "tomorrow",

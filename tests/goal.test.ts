@@ -1,8 +1,9 @@
 /**
- * The goal (s17, goal.ts): what the evaluator reads, how strictly its answer is parsed, the
- * request it sends, and the controller's decisions, records and restore; then through the
- * chapter: `/goal` starts a turn on the bare condition, the gate blocks until the evaluator
- * agrees, a prose verdict is an error that keeps the goal, and a restart restores it.
+ * The goal (s17, goal.ts and goal-evaluator.ts): what the evaluator reads, how strictly its
+ * answer is parsed, the request it sends, and the controller's decisions, records and
+ * restore; then through the chapter: `/goal` starts a turn on the bare condition, the gate
+ * blocks until the evaluator agrees, a prose verdict is an error that keeps the goal, and a
+ * restart restores it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -12,6 +13,7 @@ import type { ModelClient } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as GoalModule from "../chapters/s17-goal/src/goal.ts";
+import type * as EvaluatorModule from "../chapters/s17-goal/src/goal-evaluator.ts";
 import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import {
   afterTools,
@@ -23,10 +25,14 @@ import {
 
 type Message = Anthropic.MessageParam;
 
-describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) => {
+const GOAL_MODULES = moduleVersions("s17", ["goal.ts", "goal-evaluator.ts"]);
+
+describe.each(GOAL_MODULES)("$id goal module", (chapter) => {
   let goal: typeof GoalModule;
+  let evaluator: typeof EvaluatorModule;
   beforeAll(async () => {
     goal = await importChapter<typeof GoalModule>(chapter, "goal.ts");
+    evaluator = await importChapter<typeof EvaluatorModule>(chapter, "goal-evaluator.ts");
   });
 
   const said: Message[] = [
@@ -38,7 +44,10 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
     { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "5 passed" }] },
   ];
   /** A controller whose evaluator answers from `answers` in turn, on a clock the test moves. */
-  const controller = (answers: Array<GoalModule.GoalEvaluation | Error>, blockCap?: number) => {
+  const controller = (
+    answers: Array<EvaluatorModule.GoalEvaluation | Error>,
+    blockCap?: number,
+  ) => {
     let at = 1_000_000;
     const calls: string[] = [];
     const c = new goal.GoalController({
@@ -57,8 +66,21 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
   const notYet = (reason = "no test output yet") => ({ ok: false, reason, impossible: false });
 
   it("renders the conversation by role, tool calls and results in brackets", () => {
-    expect(goal.transcriptText(said)).toBe(
+    expect(evaluator.transcriptText(said)).toBe(
       'USER:\nrun the tests\n\nASSISTANT:\n[tool_use bash {"command":"pytest"}]\n\nUSER:\n[tool_result 5 passed]',
+    );
+  });
+
+  it("marks a failed result by its is_error flag, whatever its text says", () => {
+    const result = (content: string, is_error?: boolean): Message => ({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t1", content, is_error }],
+    });
+    expect(evaluator.transcriptText([result("1 failed", true)])).toBe(
+      "USER:\n[tool_result is_error 1 failed]",
+    );
+    expect(evaluator.transcriptText([result("Error: not a failure", false)])).toBe(
+      "USER:\n[tool_result Error: not a failure]",
     );
   });
 
@@ -68,26 +90,26 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
       { role: "assistant", content: "bbbb" },
       { role: "user", content: "cccc" },
     ];
-    expect(goal.transcriptText(three, 40)).toBe("ASSISTANT:\nbbbb\n\nUSER:\ncccc");
-    const long = goal.transcriptText(
+    expect(evaluator.transcriptText(three, 40)).toBe("ASSISTANT:\nbbbb\n\nUSER:\ncccc");
+    const long = evaluator.transcriptText(
       [{ role: "user", content: `HEAD${"x".repeat(500)}TAIL` }],
       120,
     );
     expect(long.length).toBeLessThanOrEqual(120);
     expect(long.startsWith("USER:\nHEAD")).toBe(true);
     expect(long.endsWith("TAIL")).toBe(true);
-    expect(long).toContain(goal.OMITTED);
+    expect(long).toContain(evaluator.OMITTED);
   });
 
   it("parses only the JSON object (a fence aside) and refuses everything else by name", () => {
-    expect(goal.parseEvaluation('```json\n{"ok": true, "reason": "  done  "}\n```')).toEqual({
+    expect(evaluator.parseEvaluation('```json\n{"ok": true, "reason": "  done  "}\n```')).toEqual({
       ok: true,
       reason: "done",
       impossible: false,
     });
     const refused = (text: string) => {
       try {
-        goal.parseEvaluation(text);
+        evaluator.parseEvaluation(text);
         return "accepted";
       } catch (error) {
         return `${(error as Error).name}: ${(error as Error).message}`;
@@ -119,7 +141,7 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
         } as Anthropic.Message;
       },
     } as unknown as ModelClient;
-    const evaluate = goal.modelEvaluator(
+    const evaluate = evaluator.modelEvaluator(
       client,
       () => "claude-eval",
       () => undefined,
@@ -186,7 +208,7 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
 
   it("ends an achieved or impossible goal and says so; an evaluator error keeps it", async () => {
     const { c } = controller([
-      new goal.GoalError("goal evaluator returned invalid JSON"),
+      new evaluator.GoalError("goal evaluator returned invalid JSON"),
       { ok: true, reason: "5 passed", impossible: false },
     ]);
     c.setGoal("pytest exits 0", 0);
@@ -235,7 +257,7 @@ describe.each(moduleVersions("s17", ["goal.ts"]))("$id goal module", (chapter) =
   });
 });
 
-const GOAL = moduleVersions("s17", ["goal.ts", "loop.ts"]);
+const GOAL = moduleVersions("s17", ["goal.ts", "goal-evaluator.ts", "loop.ts"]);
 const lastText = (r: Anthropic.MessageCreateParams) => JSON.stringify(r.messages.at(-1)?.content);
 
 describe.concurrent.each(carried(chaptersFrom("s17"), GOAL))(

@@ -82,7 +82,13 @@ describe.each(moduleVersions("s15", ["interrupt.ts"]))("$id interrupt repair", (
 const COURSE_SERVER = new URL("../chapters/s15-integrated/servers/course-mcp.mjs", import.meta.url)
   .pathname;
 
-const INTERRUPT = moduleVersions("s15", ["interrupt.ts", "repl.ts", "mcp.ts", "mcp-client.ts"]);
+const INTERRUPT = moduleVersions("s15", [
+  "interrupt.ts",
+  "repl.ts",
+  "mcp.ts",
+  "mcp-config.ts",
+  "mcp-client.ts",
+]);
 
 describe.concurrent.each(carried(chaptersFrom("s15"), INTERRUPT))(
   "$id interrupt through the chapter",

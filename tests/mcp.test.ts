@@ -15,6 +15,7 @@ import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
 import type * as ClientModule from "../chapters/s14-mcp/src/mcp-client.ts";
+import type * as ConfigModule from "../chapters/s14-mcp/src/mcp-config.ts";
 import {
   carried,
   chapterDir,
@@ -37,12 +38,16 @@ const V2_SERVER = new URL("./fixtures/mcp/v2-server.mjs", import.meta.url).pathn
 const results = (r: Request) => lastToolResults(r).map((b) => String(b.content));
 const withTools = (r: Request) => toolNames(r).length > 0;
 
-describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modules", (chapter) => {
+const MCP_MODULES = moduleVersions("s14", ["mcp.ts", "mcp-config.ts", "mcp-client.ts"]);
+
+describe.each(MCP_MODULES)("$id MCP modules", (chapter) => {
   let mcp: typeof McpModule;
+  let mcpConfig: typeof ConfigModule;
   let client: typeof ClientModule;
   const server = path.join(chapterDir(chapter), "servers", "course-mcp.mjs");
   beforeAll(async () => {
     mcp = await importChapter(chapter, "mcp.ts");
+    mcpConfig = await importChapter(chapter, "mcp-config.ts");
     client = await importChapter(chapter, "mcp-client.ts");
   });
   const open = (args: string[], options: Partial<ClientModule.ConnectionOptions> = {}) => {
@@ -71,7 +76,7 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
     const load = (content: string | null, env: Record<string, string> = {}) => {
       const workdir = tempWorkspace("mcp-config");
       if (content !== null) writeFileSync(path.join(workdir, ".mcp.json"), content);
-      return mcp.loadMcpConfig(workdir, env);
+      return mcpConfig.loadMcpConfig(workdir, env);
     };
     expect(load(null)).toEqual({ servers: [], problems: [] });
     expect(load("{nope").problems[0]).toMatch(
@@ -270,7 +275,9 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
   });
 
   it("a probe nobody answers falls back to legacy after the probe timeout", async () => {
-    const { connection } = open(["docs", "--legacy", "--ignore-discover"], { probeTimeoutMs: 200 });
+    const { connection } = open(["docs", "--legacy", "--ignore-discover"], {
+      probeTimeoutMs: 200,
+    });
     const c = await connection;
     expect(c.era).toEqual({ kind: "legacy", version: "2025-11-25" });
     await c.close();
@@ -405,7 +412,7 @@ describe.each(moduleVersions("s14", ["mcp.ts", "mcp-client.ts"]))("$id MCP modul
 });
 
 // Each test runs its own chapter, workspace and servers: they wait side by side.
-const MCP = moduleVersions("s14", ["mcp.ts", "mcp-client.ts", "permissions.ts"]);
+const MCP = moduleVersions("s14", ["mcp.ts", "mcp-config.ts", "mcp-client.ts", "permissions.ts"]);
 
 describe.concurrent.each(carried(chaptersFrom("s14"), MCP))(
   "$id MCP through the chapter",

@@ -20,6 +20,7 @@ import type * as HarnessModule from "../chapters/s13-teams/src/harness.ts";
 import type * as MailboxModule from "../chapters/s13-teams/src/mailbox.ts";
 import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
+import type * as TeamRuntimeModule from "../chapters/s13-teams/src/team-runtime.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
@@ -101,19 +102,28 @@ function mailboxLines(workdir: string): unknown[] {
   );
 }
 
-describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts", "teams.ts"]))(
+/** teams.ts and the files it is split into: the runtime, its claims and messages, the tools. */
+const TEAM_TS = [
+  "teams.ts",
+  "team-runtime.ts",
+  "team-claims.ts",
+  "team-messages.ts",
+  "team-tools.ts",
+];
+
+describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts", ...TEAM_TS]))(
   "$id team modules",
   (chapter) => {
     let mailbox: typeof MailboxModule;
     let protocols: typeof ProtocolsModule;
     let worktrees: typeof WorktreesModule;
-    let teams: typeof TeamsModule;
+    let runtime: typeof TeamRuntimeModule;
     let store: typeof StoreModule;
     beforeAll(async () => {
       mailbox = await importChapter(chapter, "mailbox.ts");
       protocols = await importChapter(chapter, "protocols.ts");
       worktrees = await importChapter(chapter, "worktrees.ts");
-      teams = await importChapter(chapter, "teams.ts");
+      runtime = await importChapter(chapter, "team-runtime.ts");
       store = await importChapter(chapter, "tasks-store.ts");
     });
     const box = (workdir = tempWorkspace("mail")) => {
@@ -254,7 +264,7 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
       const sent: MailboxModule.TeamMessage[] = [];
       const bus = new mailbox.Mailbox({ workdir, run: "r", say: () => {} });
       bus.onSend((message) => sent.push(message));
-      const team = new teams.TeamRuntime({
+      const team = new runtime.TeamRuntime({
         workdir,
         client: null as never,
         model: "m",
@@ -279,18 +289,22 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
         request: "",
         controller: new AbortController(),
         done: Promise.resolve(),
-      } as TeamsModule.Teammate;
+      } as TeamRuntimeModule.Teammate;
       team.teammates.set("bob", mate);
-      expect(team.submitPlan("bob", "plan A")).toMatch(/^Plan submitted \(req_\d{6}\)/);
-      expect(team.submitPlan("bob", "plan B")).toBe("A plan is already waiting for review.");
+      expect(team.messages.submitPlan("bob", "plan A")).toMatch(/^Plan submitted \(req_\d{6}\)/);
+      expect(team.messages.submitPlan("bob", "plan B")).toBe(
+        "A plan is already waiting for review.",
+      );
       const id = mate.requestId!;
       // A claim in between: the plan was for the earlier assignment.
-      team.claimed({ id: "task_00000001", worktree: null } as StoreModule.Task, "bob");
+      team.claims.claimed({ id: "task_00000001", worktree: null } as StoreModule.Task, "bob");
       expect(mate.gate).toBe("required");
-      expect(() => team.reviewPlan(id, true)).toThrow(
+      expect(() => team.messages.reviewPlan(id, true)).toThrow(
         `Request ${id} belongs to an earlier assignment`,
       );
-      expect(() => team.reviewPlan("req_000000", true)).toThrow("Request req_000000 not found");
+      expect(() => team.messages.reviewPlan("req_000000", true)).toThrow(
+        "Request req_000000 not found",
+      );
       // A response nobody asked for changes nothing.
       const forged = {
         from: "lead",
@@ -301,7 +315,7 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
         metadata: { request_id: id, approve: true },
       };
       expect(
-        team.protocols.planResponse(forged, {
+        team.messages.protocols.planResponse(forged, {
           name: "bob",
           requestId: mate.requestId,
           version: mate.version,
@@ -399,7 +413,7 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
 // the rest runs on every chapter (runsEdgeCases in chapters.ts). teams.ts brings the mailbox,
 // protocols, worktrees and the task store with it; permissions.ts denies a teammate's call
 // that needs approval, bash.ts and tools.ts run its calls in the worktree.
-const TEAMS = moduleVersions("s13", ["teams.ts", "permissions.ts", "bash.ts", "tools.ts"]);
+const TEAMS = moduleVersions("s13", [...TEAM_TS, "permissions.ts", "bash.ts", "tools.ts"]);
 
 // Each test runs its own chapter, workspace and server: they wait side by side.
 // The contract, on every chapter: the lead's and a teammate's tools and prompts with team

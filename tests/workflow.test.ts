@@ -10,6 +10,8 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as WorkflowModule from "../chapters/s16-workflow/src/workflow.ts";
+import type * as CoreModule from "../chapters/s16-workflow/src/workflow-core.ts";
+import type * as RuntimeModule from "../chapters/s16-workflow/src/workflow-runtime.ts";
 import type * as ReviewModule from "../chapters/s16-workflow/src/workflows/review-changes.ts";
 import {
   carried,
@@ -29,10 +31,16 @@ import {
   userSaid,
 } from "./helpers/run.ts";
 
-type Runner = WorkflowModule.AgentRunner;
-type Script = WorkflowModule.WorkflowScript;
+type Runner = CoreModule.AgentRunner;
+type Script = CoreModule.WorkflowScript;
 
-const WORKFLOW = moduleVersions("s16", ["workflow.ts", "workflows/review-changes.ts"]);
+const WORKFLOW = moduleVersions("s16", [
+  "workflow.ts",
+  "workflow-core.ts",
+  "workflow-journal.ts",
+  "workflow-runtime.ts",
+  "workflows/review-changes.ts",
+]);
 const RUN_ID = /^wf_test-flow_[0-9a-f]{16}$/;
 
 /** A runner that answers from a function and records every prompt. */
@@ -51,9 +59,13 @@ function fakeRunner(answer: (prompt: string) => unknown | Promise<unknown> = (p)
 
 describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
   let wf: typeof WorkflowModule;
+  let core: typeof CoreModule;
+  let rt: typeof RuntimeModule;
   let review: typeof ReviewModule;
   beforeAll(async () => {
     wf = await importChapter<typeof WorkflowModule>(chapter, "workflow.ts");
+    core = await importChapter<typeof CoreModule>(chapter, "workflow-core.ts");
+    rt = await importChapter<typeof RuntimeModule>(chapter, "workflow-runtime.ts");
     review = await importChapter<typeof ReviewModule>(chapter, "workflows/review-changes.ts");
   });
 
@@ -64,8 +76,8 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
   const setup = (runner: Runner, scripts: Script[] = []) => {
     const workdir = tempWorkspace("wf");
     const lines: string[] = [];
-    const registry: WorkflowModule.Registry = new Map(scripts.map((s) => [s.meta.name, s]));
-    const runtime = new wf.WorkflowRuntime({
+    const registry: CoreModule.Registry = new Map(scripts.map((s) => [s.meta.name, s]));
+    const runtime = new rt.WorkflowRuntime({
       workdir,
       registry,
       runner,
@@ -85,14 +97,16 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
   });
 
   it("checks a workflow's meta: fields, a safe name, phases", () => {
-    expect(() => wf.validateMeta(null)).toThrow("meta requires `name` and `description`");
-    expect(() => wf.validateMeta({ name: "x" })).toThrow("meta requires `name` and `description`");
+    expect(() => core.validateMeta(null)).toThrow("meta requires `name` and `description`");
+    expect(() => core.validateMeta({ name: "x" })).toThrow(
+      "meta requires `name` and `description`",
+    );
     for (const name of ["../escape", "../../escape", "nested/name", "-dash"])
-      expect(() => wf.validateMeta({ name, description: "d" })).toThrow(/invalid workflow name/);
-    expect(() => wf.validateMeta({ name: "ok", description: "d", phases: ["A", ""] })).toThrow(
+      expect(() => core.validateMeta({ name, description: "d" })).toThrow(/invalid workflow name/);
+    expect(() => core.validateMeta({ name: "ok", description: "d", phases: ["A", ""] })).toThrow(
       "meta.phases must be a list of non-empty strings",
     );
-    expect(wf.validateMeta({ name: "ok.v2_x", description: "d" }).name).toBe("ok.v2_x");
+    expect(core.validateMeta({ name: "ok.v2_x", description: "d" }).name).toBe("ok.v2_x");
   });
 
   it("offers name, args and resume_from_run_id only, and refuses code or a wrong name", () => {
@@ -119,40 +133,40 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
 
   it("validates structured output with a path to what is wrong", () => {
     const findings = review.FINDINGS_SCHEMA;
-    expect(wf.validateJson({}, findings)).toBe("missing required key 'findings'");
-    expect(wf.validateJson({ findings: {} }, findings)).toBe("findings: expected array");
-    expect(wf.validateJson({ findings: [{ title: "t", severity: "urgent" }] }, findings)).toBe(
+    expect(core.validateJson({}, findings)).toBe("missing required key 'findings'");
+    expect(core.validateJson({ findings: {} }, findings)).toBe("findings: expected array");
+    expect(core.validateJson({ findings: [{ title: "t", severity: "urgent" }] }, findings)).toBe(
       'findings: [0]: severity: expected one of ["high","medium","low"]',
     );
-    expect(wf.validateJson(true, { type: "number" })).toBe("expected number");
-    expect(wf.validateJson(Number.NaN, { type: "number" })).toBe("expected number");
-    expect(wf.validateJson({ findings: [] }, findings)).toBeNull();
+    expect(core.validateJson(true, { type: "number" })).toBe("expected number");
+    expect(core.validateJson(Number.NaN, { type: "number" })).toBe("expected number");
+    expect(core.validateJson({ findings: [] }, findings)).toBeNull();
   });
 
   it("takes JSON from a fence or from prose (braces inside strings too), else keeps the text", () => {
-    expect(wf.extractJson('```json\n{"a": 1}\n```')).toEqual({ a: 1 });
-    expect(wf.extractJson('Here: {"t": "a } b", "n": {"m": 2}} done')).toEqual({
+    expect(core.extractJson('```json\n{"a": 1}\n```')).toEqual({ a: 1 });
+    expect(core.extractJson('Here: {"t": "a } b", "n": {"m": 2}} done')).toEqual({
       t: "a } b",
       n: { m: 2 },
     });
-    expect(wf.extractJson("no json { here")).toBe("no json { here");
+    expect(core.extractJson("no json { here")).toBe("no json { here");
   });
 
   it("keys a call by label, prompt and schema: stable, ten digits, order-free", () => {
-    const key = wf.agentKey("l", "p", { type: "object", required: ["a"] });
+    const key = core.agentKey("l", "p", { type: "object", required: ["a"] });
     expect(key).toMatch(/^agent-\d{10}$/);
-    expect(wf.agentKey("l", "p", { required: ["a"], type: "object" })).toBe(key);
-    expect(wf.agentKey("other", "p", { type: "object", required: ["a"] })).not.toBe(key);
-    expect(wf.agentKey("l", "p", null)).not.toBe(key);
+    expect(core.agentKey("l", "p", { required: ["a"], type: "object" })).toBe(key);
+    expect(core.agentKey("other", "p", { type: "object", required: ["a"] })).not.toBe(key);
+    expect(core.agentKey("l", "p", null)).not.toBe(key);
   });
 
   it("counts a budget and refuses past it without spending", () => {
-    const budget = new wf.Budget(10);
+    const budget = new core.Budget(10);
     budget.add(6);
     expect(budget.remaining).toBe(4);
     expect(() => budget.add(5)).toThrow("token budget exceeded (11 > 10)");
     expect(budget.spent).toBe(6);
-    expect(new wf.Budget(null).remaining).toBe(Number.POSITIVE_INFINITY);
+    expect(new core.Budget(null).remaining).toBe(Number.POSITIVE_INFINITY);
   });
 
   it("runs, prints its events as they happen and leaves snapshot, output, journal and last_run", async () => {
@@ -197,7 +211,7 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
     expect(read("last_run.txt")).toBe(`${runId}\n`);
     const [record] = read(`${runId}.journal.jsonl`).trim().split("\n");
     expect(JSON.parse(record!)).toEqual({
-      key: wf.agentKey("step", "say step", null),
+      key: core.agentKey("step", "say step", null),
       value: "echo:say step",
     });
     expect(existsSync(path.join(dir, `${runId}.lock`))).toBe(false);

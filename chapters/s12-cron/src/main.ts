@@ -10,9 +10,10 @@
  * Run it:  pnpm --filter s12 start    (no key configured: the offline demo runs)
  *          pnpm --filter s12 demo
  * New here: cron.ts (the clock, delivery, the tools), cron-parse.ts (expressions, through
- * croner), cron-store.ts (the jobs, the file, the tick), one line in the list below. The
- * REPL and the loop are unchanged: the scheduler is an event source of the REPL, and
- * acknowledgement sits at the aroundModelCall seam.
+ * croner), cron-store.ts (the jobs and the file), cron-scheduler.ts (the tick, the queue,
+ * acknowledgement), one line in the list below. The REPL and the loop are unchanged: the
+ * scheduler is an event source of the REPL, and acknowledgement sits at the aroundModelCall
+ * seam.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

@@ -11,9 +11,11 @@
  *
  * Run it:  pnpm --filter s13 start    (no key configured: the offline demo runs)
  *          pnpm --filter s13 demo
- * New here: teams.ts (the runtime, the tools, the event source), mailbox.ts, protocols.ts,
- * worktrees.ts, one line in the list below; tasks.ts and tasks-store.ts gain owner-scoped
- * claims and a task's worktree. The REPL and the loop are unchanged.
+ * New here: teams.ts (the mechanism, the event source), team-runtime.ts, team-claims.ts,
+ * team-messages.ts and team-tools.ts (the runtime, its claims and messages, the tools),
+ * mailbox.ts, protocols.ts, worktrees.ts, one line in the list below; tasks.ts and
+ * tasks-store.ts gain owner-scoped claims and a task's worktree. The REPL and the loop are
+ * unchanged.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

@@ -11,9 +11,9 @@
  *
  * Run it:  pnpm --filter s14 start    (no key configured: the offline demo runs)
  *          pnpm --filter s14 demo
- * New here: mcp.ts (config, names, results, connect_mcp, /mcp, the pool), mcp-client.ts
- * (the stdio JSON-RPC client, both eras), servers/course-mcp.mjs (the course's server),
- * one line in the list below.
+ * New here: mcp-config.ts (.mcp.json and ${VAR}), mcp.ts (names, results, connect_mcp,
+ * /mcp, the pool), mcp-client.ts (the stdio JSON-RPC client, both eras),
+ * servers/course-mcp.mjs (the course's server), one line in the list below.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

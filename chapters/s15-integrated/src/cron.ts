@@ -2,9 +2,10 @@
  * Cron (s12): prompts that run at a local time, as turns of their own, only while the
  * agent is idle.
  *
- *   schedule_cron {cron, prompt, recurring, durable} ──> cron_1a2b3c4d (cron-store.ts)
- *   every 1 s, the tick (cron-store.ts): each minute since the last one it looked at, each
- *        job that matches it (cron-parse.ts) ──> pending_delivery, saved ──> the queue
+ *   schedule_cron {cron, prompt, recurring, durable} ──> cron_1a2b3c4d (cron-scheduler.ts;
+ *        the jobs and their file: cron-store.ts)
+ *   every 1 s, the tick (cron-scheduler.ts): each minute since the last one it looked at,
+ *        each job that matches it (cron-parse.ts) ──> pending_delivery, saved ──> the queue
  *   every 0.2 s: jobs queued and no backoff ──> one "cron" event into the REPL's queue,
  *        behind the lines typed before it; the REPL takes it only between turns
  *   the event reaches the front ──> one scheduled turn: every queued job as one user
@@ -36,13 +37,13 @@ import {
 } from "shared";
 import type { EventSource, LoopSeams, Mechanism, Turn, TurnInput } from "./contract.ts";
 import {
-  type CronJob,
   CronScheduler,
   message,
   minuteMarker,
   preview,
   type ScheduleInput,
-} from "./cron-store.ts";
+} from "./cron-scheduler.ts";
+import type { CronJob } from "./cron-store.ts";
 import type { Harness } from "./harness.ts";
 import type { PromptSection } from "./prompt.ts";
 

@@ -60,6 +60,7 @@ import {
   type TurnKind,
   tagOrigin,
 } from "./contract.ts";
+import { joinParts, type SystemParts } from "./prompt.ts";
 
 export const MAX_TOKENS = 8000;
 
@@ -73,8 +74,11 @@ export interface LoopConfig {
   maxTokens?: number;
   /** The tools, or a function that gathers them before each call. */
   tools: ToolMap | (() => ToolMap);
-  /** The system prompt, or a function that builds it before each call. */
-  system: string | (() => string);
+  /**
+   * The system prompt, or a function that builds it before each call; in its stable and
+   * dynamic parts, it goes out as two blocks, the stable one first.
+   */
+  system: string | SystemParts | (() => string | SystemParts);
   /** Who runs this loop, as printing, the log and usage name it ("main": the prompt's agent). */
   scope: string;
   /** Absent: "main". */
@@ -98,7 +102,13 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   const workdirNow = () =>
     typeof config.workdir === "function" ? config.workdir() : config.workdir;
   const signal = config.signal ?? new AbortController().signal;
-  const systemNow = () => (typeof config.system === "function" ? config.system() : config.system);
+  // The parts of the coming call's prompt, when it was built in parts (sent as two blocks).
+  let parts: SystemParts | null = null;
+  const systemNow = (): string => {
+    const built = typeof config.system === "function" ? config.system() : config.system;
+    parts = typeof built === "string" ? null : built;
+    return typeof built === "string" ? built : joinParts(built);
+  };
   const toolsNow = () => (typeof config.tools === "function" ? config.tools() : config.tools);
   // Read-only for the seams; the loop is the one writer.
   const run: { -readonly [K in keyof RunContext]: RunContext[K] } = {
@@ -125,7 +135,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     await seams.beforeModelCall(messages, run);
     const streamed = { text: "" };
     const response = await seams.aroundModelCall(
-      (overrides) => callModel(messages, config, run, streamed, overrides),
+      (overrides) => callModel(messages, config, run, streamed, overrides, parts),
       messages,
       run,
     );
@@ -196,6 +206,11 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   }
 }
 
+/** A prompt built in parts, as the API takes it: the stable block, then the dynamic one. */
+function systemBlocks({ stable, dynamic }: SystemParts): Anthropic.TextBlockParam[] {
+  return [stable, dynamic].flatMap((text) => (text ? [{ type: "text" as const, text }] : []));
+}
+
 /** The main agent's replies stream (s15): its text is printed as it arrives. */
 function streams(config: LoopConfig, run: RunContext): boolean {
   return run.role === "main" && config.client.stream !== undefined;
@@ -206,14 +221,15 @@ function callModel(
   config: LoopConfig,
   run: RunContext,
   streamed: { text: string },
-  overrides: CallOverrides = {},
+  overrides: CallOverrides | undefined,
+  parts: SystemParts | null,
 ) {
   // Each call streams its own answer (a max_tokens redo calls again).
   streamed.text = "";
   const params = {
     model: config.model,
-    max_tokens: overrides.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
-    system: run.system,
+    max_tokens: overrides?.maxTokens ?? config.maxTokens ?? MAX_TOKENS,
+    system: parts ? systemBlocks(parts) : run.system,
     messages,
     tools: toolSpecs(run.tools),
   };

@@ -2,8 +2,8 @@
  * The system prompt: sections joined by blank lines. The identity line comes first, then
  * each mechanism's sections in list order; sections that change during a session
  * (`dynamic`) go after every stable one, so the stable prefix stays cacheable. Each mechanism file owns its section; this file only puts them in order.
- * From s15 it also remembers where a built prompt's stable part ends (`stableLength`), so
- * the cache breakpoint (cost.ts) goes right after it.
+ * From s15 a prompt can also be built in its two parts (`SystemParts`): the loop sends them
+ * as two blocks, and the cache breakpoint (cost.ts) goes on the first, the stable part.
  */
 import type { Mechanism, Role } from "./contract.ts";
 
@@ -21,28 +21,37 @@ export function identitySection(workdir: string): PromptSection {
   };
 }
 
-/** Where the stable part ends, for the prompts built lately (a few agents, a few versions). */
-const stableEnds = new Map<string, number>();
-const REMEMBERED_PROMPTS = 64;
-
-export function buildSystemPrompt(sections: PromptSection[]): string {
-  const stable = sections.filter((section) => !section.dynamic);
-  const dynamic = sections.filter((section) => section.dynamic);
-  const prompt = [...stable, ...dynamic].map((section) => section.text).join("\n\n");
-  stableEnds.delete(prompt);
-  stableEnds.set(prompt, stable.map((section) => section.text).join("\n\n").length);
-  if (stableEnds.size > REMEMBERED_PROMPTS) stableEnds.delete(stableEnds.keys().next().value!);
-  return prompt;
+/** A built prompt in its two parts: the stable sections, then the dynamic ones. */
+export interface SystemParts {
+  stable: string;
+  dynamic: string;
 }
 
-/** How many leading characters of `prompt` are stable sections, if this file built it. */
-export function stableLength(prompt: string): number | null {
-  return stableEnds.get(prompt) ?? null;
+export function buildSystemParts(sections: PromptSection[]): SystemParts {
+  const text = (list: PromptSection[]) => list.map((section) => section.text).join("\n\n");
+  return {
+    stable: text(sections.filter((section) => !section.dynamic)),
+    dynamic: text(sections.filter((section) => section.dynamic)),
+  };
+}
+
+/** The prompt as one text: the parts joined by a blank line, as sections are. */
+export function joinParts({ stable, dynamic }: SystemParts): string {
+  return stable && dynamic ? `${stable}\n\n${dynamic}` : stable || dynamic;
+}
+
+export function buildSystemPrompt(sections: PromptSection[]): string {
+  return joinParts(buildSystemParts(sections));
 }
 
 /** The system prompt of an agent of `role`: identity, then every mechanism's sections. */
 export function systemPrompt(workdir: string, mechanisms: Mechanism[], role: Role): string {
-  return buildSystemPrompt([
+  return joinParts(systemParts(workdir, mechanisms, role));
+}
+
+/** The same prompt in its two parts. */
+export function systemParts(workdir: string, mechanisms: Mechanism[], role: Role): SystemParts {
+  return buildSystemParts([
     identitySection(workdir),
     ...mechanisms.flatMap((mechanism) => mechanism.sections?.(role) ?? []),
   ]);

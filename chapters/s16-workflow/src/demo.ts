@@ -14,7 +14,7 @@ import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { runIfEntry } from "shared";
 import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
-import { AGENT_SYSTEM } from "./workflow.ts";
+import { AGENT_SYSTEM } from "./workflow-core.ts";
 
 type Request = Anthropic.MessageCreateParams;
 

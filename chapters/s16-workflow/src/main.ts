@@ -10,8 +10,9 @@
  *
  * Run it:  pnpm --filter s16 start    (no key configured: the offline demo runs)
  *          pnpm --filter s16 demo
- * New here: workflow.ts (the runtime, the tool, /workflows), workflows/review-changes.ts,
- * and one line at the end of the list below.
+ * New here: workflow.ts (the tool, the mechanism), workflow-core.ts, workflow-journal.ts,
+ * workflow-runtime.ts (a run, resume, /workflows), workflows/review-changes.ts, and one
+ * line at the end of the list below.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

@@ -8,8 +8,9 @@
  *                                                           it is cached, and a later request
  *                                                           that repeats it reads it back
  *
- * The stable sections come first in every prompt (prompt.ts), so the system part is read
- * back on every call after the first. The second breakpoint goes on the newest message's
+ * The loop sends a prompt built in parts as two blocks, the stable sections first
+ * (prompt.ts); the breakpoint goes on that first block, so the system part is read back on
+ * every call after the first. A prompt sent as one text is cached whole. The second breakpoint goes on the newest message's
  * last block, or, when that message is plain text (a typed line), on the last block before
  * it: the conversation so far is then read back on the next round. The usage line shows the
  * cache's reads and writes.
@@ -31,7 +32,7 @@ import {
 } from "shared";
 import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { stableLength } from "./prompt.ts";
+import { joinParts, type SystemParts } from "./prompt.ts";
 
 type MessageParam = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
@@ -55,18 +56,12 @@ function marks(params: MessageParams): number {
   return blocks.filter(marked).length;
 }
 
-/** The system prompt as blocks: the stable part with a breakpoint, then the rest. */
-function systemBlocks(system: string): Anthropic.TextBlockParam[] {
-  const stable = stableLength(system) ?? system.length;
-  if (stable === 0) return [{ type: "text", text: system }];
-  const head: Anthropic.TextBlockParam = {
-    type: "text",
-    text: system.slice(0, stable),
-    cache_control: EPHEMERAL,
-  };
-  // The sections are joined by a blank line; read in order, the blocks say the same.
-  const rest = system.slice(stable).replace(/^\n\n/, "");
-  return rest ? [head, { type: "text", text: rest }] : [head];
+/** The system prompt with a breakpoint on its first block: the stable part, or all of it. */
+function markSystem(system: string | Anthropic.TextBlockParam[]): Anthropic.TextBlockParam[] {
+  const blocks: Anthropic.TextBlockParam[] =
+    typeof system === "string" ? [{ type: "text", text: system }] : system;
+  const [first, ...rest] = blocks;
+  return first ? [{ ...first, cache_control: EPHEMERAL }, ...rest] : blocks;
 }
 
 /** The messages with a breakpoint on the last block that can carry one (copies only). */
@@ -95,9 +90,10 @@ function markConversation(messages: MessageParam[]): MessageParam[] {
 export function withCacheBreakpoints(params: MessageParams): MessageParams {
   let room = MAX_CACHE_BREAKPOINTS - marks(params);
   let system = params.system;
-  if (typeof system === "string" && system !== "" && room > 0) {
-    system = systemBlocks(system);
-    if (system.some(marked)) room--;
+  const unmarked = typeof system === "string" ? system !== "" : !!system && !system.some(marked);
+  if (system !== undefined && unmarked && room > 0) {
+    system = markSystem(system);
+    room--;
   }
   const messages = room > 0 ? markConversation(params.messages) : params.messages;
   return { ...params, ...(system === undefined ? {} : { system }), messages };
@@ -171,13 +167,14 @@ const CHARS_PER_TOKEN = 4;
 
 /** `/context`: what the next request would carry, by part and by size. */
 export function describeContext(
-  system: string,
+  parts: SystemParts,
   tools: Anthropic.Tool[],
   history: MessageParam[],
 ): string {
   const size = (value: unknown) =>
     (typeof value === "string" ? value : JSON.stringify(value)).length;
-  const stable = stableLength(system) ?? system.length;
+  const system = joinParts(parts);
+  const stable = parts.stable.length;
   const toolChars = tools.map((tool) => [tool.name, size(tool)] as const);
   const largest = [...toolChars].sort((a, b) => b[1] - a[1]).slice(0, 3);
   const kinds = new Map<string, { count: number; chars: number }>();
@@ -220,7 +217,7 @@ export function costMechanism(harness: Pick<Harness, "usage" | "printer" | "agen
         description: "what the next request would carry: system prompt, tools, messages",
         run: async (_args, { history }) => {
           const setup = harness.agent("main", "main");
-          harness.printer.line(describeContext(setup.system, toolSpecs(setup.tools), history));
+          harness.printer.line(describeContext(setup.parts, toolSpecs(setup.tools), history));
           return undefined;
         },
       },

@@ -12,7 +12,7 @@ import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { runIfEntry } from "shared";
 import { type DemoOptions, reply, runDemo, text, toolUse } from "shared/testing";
-import { EVALUATOR_SYSTEM } from "./goal.ts";
+import { EVALUATOR_SYSTEM } from "./goal-evaluator.ts";
 
 type Request = Anthropic.MessageCreateParams;
 

@@ -44,7 +44,7 @@ import {
   type Role,
 } from "./contract.ts";
 import { agentLoop } from "./loop.ts";
-import { systemPrompt } from "./prompt.ts";
+import { joinParts, type SystemParts, systemParts, systemPrompt } from "./prompt.ts";
 import { runRepl } from "./repl.ts";
 
 export interface Chapter {
@@ -56,6 +56,8 @@ export interface Chapter {
 export interface AgentSetup {
   tools: ToolMap;
   system: string;
+  /** The same prompt in its stable and dynamic parts. */
+  parts: SystemParts;
   seams: LoopSeams[];
 }
 
@@ -112,11 +114,15 @@ export async function runHarness(
   harness.wrapClient((base) =>
     mechanisms.reduce((client, mechanism) => mechanism.extendClient?.(client) ?? client, base),
   );
-  harness.agent = (role, scope) => ({
-    tools: toolMap(gatherTools(mechanisms, role)),
-    system: systemPrompt(config.workdir, mechanisms, role),
-    seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
-  });
+  harness.agent = (role, scope) => {
+    const parts = systemParts(config.workdir, mechanisms, role);
+    return {
+      tools: toolMap(gatherTools(mechanisms, role)),
+      system: joinParts(parts),
+      parts,
+      seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
+    };
+  };
   harness.busy = () => mechanisms.some((mechanism) => mechanism.busy?.() ?? false);
   if (config.offline) {
     // Loaded only now: a normal run never pays for the fake server and the script.
@@ -150,7 +156,7 @@ export async function runHarness(
           // Both gathered again before every model call: a server connected during the turn
           // adds tools, and the dynamic sections (memory, the clock) may change.
           tools: () => toolMap(gatherTools(mechanisms, "main")),
-          system: () => systemPrompt(config.workdir, mechanisms, "main"),
+          system: () => systemParts(config.workdir, mechanisms, "main"),
           scope: "main",
           role: "main",
           turn: turn.kind,

@@ -10,8 +10,9 @@
  *
  * Run it:  pnpm --filter s17 start    (no key configured: the offline demo runs)
  *          pnpm --filter s17 demo
- * New here: goal.ts and one line at the end of the list below (the loop's beforeStop seam
- * and the mechanisms' busy() were added in s01 and carried to every chapter).
+ * New here: goal.ts (the goal, the gate, /goal), goal-evaluator.ts (the evaluator's call
+ * and what it reads) and one line at the end of the list below; the contract gains the
+ * beforeStop seam and the mechanisms' busy() (chapters/edits.json).
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

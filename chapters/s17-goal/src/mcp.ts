@@ -5,6 +5,7 @@
  * tools and runs them, and the harness connects, names, authorises and offers them:
  *
  *   <WORKDIR>/.mcp.json  {"mcpServers": {"docs": {"command": "node", "args": [...], "env": {}}}}
+ *        ──> mcp-config.ts: the configured servers, `${VAR}` expanded, every problem named
  *   connect_mcp {name: "docs"} ──> mcp-client.ts: spawn, era, tools/list
  *   before the next model call: mcp__docs__search, mcp__docs__get_version join the tools
  *   a call ──> the s03 pipeline (asks by default; rules mcp__docs, mcp__docs__*, …) and
@@ -36,110 +37,14 @@ import {
   McpError,
   type McpTool,
   PROBE_TIMEOUT_MS,
-  type ServerConfig,
 } from "./mcp-client.ts";
+import { CONFIG_FILE, loadMcpConfig, type McpConfig } from "./mcp-config.ts";
 import type { PromptSection } from "./prompt.ts";
 
-export const CONFIG_FILE = ".mcp.json";
 /** The API's limit on a tool name. */
 export const MAX_TOOL_NAME = 64;
 /** Lines of a server's log shown when it fails to connect. */
 const LOG_TAIL_LINES = 5;
-
-// --- Configuration --------------------------------------------------------------------
-
-export interface McpConfig {
-  servers: ServerConfig[];
-  /** What is wrong with the file, each naming the file and the field. */
-  problems: string[];
-}
-
-/** `${VAR}` and `${VAR:-default}`, as Claude Code expands them; an unset VAR is an error. */
-export function expandVars(text: string, env: Record<string, string | undefined>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name, fallback) => {
-    const value = env[name];
-    if (value !== undefined && value !== "") return value;
-    if (fallback !== undefined) return fallback;
-    throw new Error(`\${${name}} is not set and has no default`);
-  });
-}
-
-/** Reads `.mcp.json`: stdio servers in file order; every problem named, nothing guessed. */
-export function loadMcpConfig(workdir: string, env: Record<string, string | undefined>): McpConfig {
-  const file = path.join(workdir, CONFIG_FILE);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return { servers: [], problems: [] };
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return {
-      servers: [],
-      problems: [
-        `${CONFIG_FILE}: invalid JSON (${(error as Error).message}); no MCP servers loaded`,
-      ],
-    };
-  }
-  const entries = asObject(asObject(value)?.mcpServers);
-  if (!entries) {
-    return {
-      servers: [],
-      problems: [`${CONFIG_FILE}: mcpServers must be an object of servers; no MCP servers loaded`],
-    };
-  }
-  const servers: ServerConfig[] = [];
-  const problems: string[] = [];
-  for (const [name, raw] of Object.entries(entries)) {
-    const where = `${CONFIG_FILE}: mcpServers.${name}`;
-    const entry = asObject(raw);
-    if (!entry) {
-      problems.push(`${where} must be an object`);
-      continue;
-    }
-    if (entry.url !== undefined || (entry.type !== undefined && entry.type !== "stdio")) {
-      problems.push(
-        `${where} is a ${String(entry.type ?? "remote")} server (url); only stdio servers (command, args, env) are supported`,
-      );
-      continue;
-    }
-    const problem = (field: string, rule: string) =>
-      problems.push(`${where}.${field} ${rule}; server skipped`);
-    if (typeof entry.command !== "string" || !entry.command.trim()) {
-      problem("command", "must be a non-empty string");
-      continue;
-    }
-    const args = entry.args ?? [];
-    if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) {
-      problem("args", "must be a list of strings");
-      continue;
-    }
-    const envEntry = asObject(entry.env ?? {});
-    if (!envEntry || !Object.values(envEntry).every((v) => typeof v === "string")) {
-      problem("env", "must be an object of strings");
-      continue;
-    }
-    try {
-      servers.push({
-        name,
-        command: expandVars(entry.command, env),
-        args: (args as string[]).map((arg) => expandVars(arg, env)),
-        env: Object.fromEntries(
-          Object.entries(envEntry as Record<string, string>).map(([k, v]) => [
-            k,
-            expandVars(v, env),
-          ]),
-        ),
-      });
-    } catch (error) {
-      problems.push(`${where}: ${(error as Error).message}; server skipped`);
-    }
-  }
-  return { servers, problems };
-}
 
 // --- Names and results ----------------------------------------------------------------
 

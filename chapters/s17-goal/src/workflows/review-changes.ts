@@ -8,7 +8,7 @@
  *           ──> audit:performance ──> verify each finding ─┤
  *           ──> audit:style       ──> verify each finding ─┘
  */
-import type { JsonSchema, Primitives, WorkflowScript } from "../workflow.ts";
+import type { JsonSchema, Primitives, WorkflowScript } from "../workflow-core.ts";
 
 export const DIMENSIONS = ["correctness", "security", "performance", "style"] as const;
 const SEVERITIES = ["high", "medium", "low"];

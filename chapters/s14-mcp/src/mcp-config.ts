@@ -1,0 +1,109 @@
+/**
+ * MCP's configuration (s14): `<WORKDIR>/.mcp.json`, read once when the harness starts.
+ *
+ *   {"mcpServers": {"docs": {"command": "node", "args": [...], "env": {}}}}
+ *   ──> stdio servers in file order, `${VAR}` and `${VAR:-default}` expanded in command,
+ *       args and env; every problem named (the file, the field), nothing guessed
+ *
+ * A file that is not JSON, or has no mcpServers object, loads no server; a server entry
+ * that is wrong (a remote server, a missing command, an unset variable) is skipped.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { asObject } from "shared";
+import type { ServerConfig } from "./mcp-client.ts";
+
+export const CONFIG_FILE = ".mcp.json";
+
+export interface McpConfig {
+  servers: ServerConfig[];
+  /** What is wrong with the file, each naming the file and the field. */
+  problems: string[];
+}
+
+/** `${VAR}` and `${VAR:-default}`, as Claude Code expands them; an unset VAR is an error. */
+export function expandVars(text: string, env: Record<string, string | undefined>): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name, fallback) => {
+    const value = env[name];
+    if (value !== undefined && value !== "") return value;
+    if (fallback !== undefined) return fallback;
+    throw new Error(`\${${name}} is not set and has no default`);
+  });
+}
+
+/** Reads `.mcp.json`: stdio servers in file order; every problem named, nothing guessed. */
+export function loadMcpConfig(workdir: string, env: Record<string, string | undefined>): McpConfig {
+  const file = path.join(workdir, CONFIG_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return { servers: [], problems: [] };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return {
+      servers: [],
+      problems: [
+        `${CONFIG_FILE}: invalid JSON (${(error as Error).message}); no MCP servers loaded`,
+      ],
+    };
+  }
+  const entries = asObject(asObject(value)?.mcpServers);
+  if (!entries) {
+    return {
+      servers: [],
+      problems: [`${CONFIG_FILE}: mcpServers must be an object of servers; no MCP servers loaded`],
+    };
+  }
+  const servers: ServerConfig[] = [];
+  const problems: string[] = [];
+  for (const [name, raw] of Object.entries(entries)) {
+    const where = `${CONFIG_FILE}: mcpServers.${name}`;
+    const entry = asObject(raw);
+    if (!entry) {
+      problems.push(`${where} must be an object`);
+      continue;
+    }
+    if (entry.url !== undefined || (entry.type !== undefined && entry.type !== "stdio")) {
+      problems.push(
+        `${where} is a ${String(entry.type ?? "remote")} server (url); only stdio servers (command, args, env) are supported`,
+      );
+      continue;
+    }
+    const problem = (field: string, rule: string) =>
+      problems.push(`${where}.${field} ${rule}; server skipped`);
+    if (typeof entry.command !== "string" || !entry.command.trim()) {
+      problem("command", "must be a non-empty string");
+      continue;
+    }
+    const args = entry.args ?? [];
+    if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) {
+      problem("args", "must be a list of strings");
+      continue;
+    }
+    const envEntry = asObject(entry.env ?? {});
+    if (!envEntry || !Object.values(envEntry).every((v) => typeof v === "string")) {
+      problem("env", "must be an object of strings");
+      continue;
+    }
+    try {
+      servers.push({
+        name,
+        command: expandVars(entry.command, env),
+        args: (args as string[]).map((arg) => expandVars(arg, env)),
+        env: Object.fromEntries(
+          Object.entries(envEntry as Record<string, string>).map(([k, v]) => [
+            k,
+            expandVars(v, env),
+          ]),
+        ),
+      });
+    } catch (error) {
+      problems.push(`${where}: ${(error as Error).message}; server skipped`);
+    }
+  }
+  return { servers, problems };
+}
