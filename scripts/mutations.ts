@@ -215,7 +215,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     id: "s09-permissions-allow-any-part",
-    file: `${S09}/permissions.ts`,
+    file: `${S09}/permission-rules.ts`,
     search: 'if (rule.kind === "allow") return parts.length > 0 && parts.every(one);',
     replace: 'if (rule.kind === "allow") return parts.some(one);',
     description: "an allow rule matching one part allows a whole compound command",
@@ -932,7 +932,8 @@ export const MUTATIONS: Mutation[] = [
     file: `${S15}/cost.ts`,
     search: "  return first ? [{ ...first, cache_control: EPHEMERAL }, ...rest] : blocks;",
     replace: "  return blocks.map((block) => ({ ...block, cache_control: EPHEMERAL }));",
-    description: "the dynamic part of the prompt is marked too (a breakpoint spent on what changes)",
+    description:
+      "the dynamic part of the prompt is marked too (a breakpoint spent on what changes)",
     tests: ["cost.test.ts"],
   },
   {

@@ -57,6 +57,7 @@ const MODULE_CHAPTERS = new Set(
 const BACKGROUND = moduleVersions("s11", [
   "background.ts",
   "permissions.ts",
+  "permission-rules.ts",
   "hooks.ts",
   "command-hooks.ts",
   "todo.ts",

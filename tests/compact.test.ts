@@ -312,7 +312,12 @@ const MODULE_CHAPTERS = new Set(
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
-const COMPACT = moduleVersions("s08", ["compact.ts", "compact-layers.ts", "permissions.ts"]);
+const COMPACT = moduleVersions("s08", [
+  "compact.ts",
+  "compact-layers.ts",
+  "permissions.ts",
+  "permission-rules.ts",
+]);
 
 describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
   "$id compaction",

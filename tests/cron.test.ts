@@ -117,6 +117,7 @@ const CRON = moduleVersions("s12", [
   "repl.ts",
   "recovery.ts",
   "permissions.ts",
+  "permission-rules.ts",
 ]);
 
 describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (chapter) => {

@@ -412,7 +412,13 @@ describe.each(MCP_MODULES)("$id MCP modules", (chapter) => {
 });
 
 // Each test runs its own chapter, workspace and servers: they wait side by side.
-const MCP = moduleVersions("s14", ["mcp.ts", "mcp-config.ts", "mcp-client.ts", "permissions.ts"]);
+const MCP = moduleVersions("s14", [
+  "mcp.ts",
+  "mcp-config.ts",
+  "mcp-client.ts",
+  "permissions.ts",
+  "permission-rules.ts",
+]);
 
 describe.concurrent.each(carried(chaptersFrom("s14"), MCP))(
   "$id MCP through the chapter",

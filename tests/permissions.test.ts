@@ -17,6 +17,7 @@ import { PassThrough } from "node:stream";
 import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as RulesModule from "../chapters/s03-permissions/src/permission-rules.ts";
 import type * as PermissionsModule from "../chapters/s03-permissions/src/permissions.ts";
 import type * as SettingsModule from "../chapters/s03-permissions/src/settings.ts";
 import type * as LoopModule from "../chapters/s17-goal/src/contract.ts";
@@ -49,22 +50,30 @@ const file = (name: string, p: string) => ({
 
 // Module-level blocks run only where these modules differ: identical copies prove nothing new.
 const MODULE_CHAPTERS = new Set(
-  moduleVersions("s03", ["permissions.ts", "settings.ts", "bash.ts", "tools.ts"]).map((c) => c.id),
+  moduleVersions("s03", [
+    "permissions.ts",
+    "permission-rules.ts",
+    "settings.ts",
+    "bash.ts",
+    "tools.ts",
+  ]).map((c) => c.id),
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). permissions.ts
 // brings paths.ts (real paths), settings.ts and shell-parse.ts; tools.ts reads and writes
 // through the links.
-const PERMISSIONS = moduleVersions("s03", ["permissions.ts", "tools.ts"]);
+const PERMISSIONS = moduleVersions("s03", ["permissions.ts", "permission-rules.ts", "tools.ts"]);
 
 describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
   "$id permissions",
   (chapter) => {
     let perm: typeof PermissionsModule;
+    let permRules: typeof RulesModule;
     let settings: typeof SettingsModule;
     let base: ToolDefinition[];
     beforeAll(async () => {
       perm = await importChapter<typeof PermissionsModule>(chapter, "permissions.ts");
+      permRules = await importChapter<typeof RulesModule>(chapter, "permission-rules.ts");
       settings = await importChapter<typeof SettingsModule>(chapter, "settings.ts");
       base = await baseTools(chapter);
     });
@@ -73,7 +82,7 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
     const decide = (
       call: { id: string; name: string; input: unknown },
       workdir = "/tmp",
-      rules: PermissionsModule.Rule[] = [],
+      rules: RulesModule.Rule[] = [],
     ) => perm.decide(call, { workdir, rules, tools: toolsMap() });
     const rulesFrom = (
       workdir: string,
@@ -84,7 +93,7 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
         ".claude/settings.json": JSON.stringify(json),
         ...(local ? { ".claude/settings.local.json": JSON.stringify(local) } : {}),
       });
-      return perm.parseRules(settings.loadSettings(workdir).files);
+      return permRules.parseRules(settings.loadSettings(workdir).files);
     };
 
     if (MODULE_CHAPTERS.has(chapter.id)) {
@@ -148,7 +157,7 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           ["rm -Rf /.", "rm -rf /"],
           ["~/bin/sudo ls", "sudo"],
         ])("denies %j by '%s' without asking, whatever the rules say", (command, entry) => {
-          const rules: PermissionsModule.Rule[] = [
+          const rules: RulesModule.Rule[] = [
             { kind: "allow", text: "Bash(sudo:*)", tool: "Bash", specifier: "sudo:*", file: "x" },
             { kind: "allow", text: "Bash", tool: "Bash", specifier: null, file: "x" },
           ];
@@ -452,7 +461,9 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           expect(loaded.problems[0]).toContain(
             `${path.join(ws, ".claude/settings.json")}: invalid JSON`,
           );
-          expect(perm.parseRules(loaded.files).rules.map((r) => r.text)).toEqual(["Bash(pwd)"]);
+          expect(permRules.parseRules(loaded.files).rules.map((r) => r.text)).toEqual([
+            "Bash(pwd)",
+          ]);
         });
 
         it("reports malformed rules with their file and skips them, keeping rules for other tools", () => {

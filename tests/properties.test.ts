@@ -701,7 +701,7 @@ const harmlessCore = fc.oneof(
     .map(([args, separator]) => `echo ${args.join(" ")}${separator}ls`),
 );
 
-const PERMISSION_CHAPTERS = moduleVersions("s03", ["permissions.ts"]);
+const PERMISSION_CHAPTERS = moduleVersions("s03", ["permissions.ts", "permission-rules.ts"]);
 describe.each(PERMISSION_CHAPTERS)("$id permission parsing properties", (chapter) => {
   const runs = runsFor(chapter, PERMISSION_CHAPTERS, 300, 40);
   let perm: typeof PermissionsModule;

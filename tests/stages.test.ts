@@ -23,7 +23,13 @@ const hook = (command: string, matcher?: string) => [
 ];
 
 // The stage order is the list in main.ts; it runs where the loop differs and on the newest.
-const STAGES = moduleVersions("s15", ["loop.ts", "permissions.ts", "hooks.ts", "recovery.ts"]);
+const STAGES = moduleVersions("s15", [
+  "loop.ts",
+  "permissions.ts",
+  "permission-rules.ts",
+  "hooks.ts",
+  "recovery.ts",
+]);
 
 describe.each(carried(chaptersFrom("s15"), STAGES))("$id stages of a round", (chapter) => {
   it("retries, then redoes at max_tokens, gates each call before its hooks, and stops through the hooks", async () => {

@@ -24,6 +24,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { LoopEvent, ToolDefinition, ToolOutput } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Task } from "../chapters/s10-tasks/src/task-record.ts";
 import type * as TasksModule from "../chapters/s10-tasks/src/tasks.ts";
 import type * as StoreModule from "../chapters/s10-tasks/src/tasks-store.ts";
 import {
@@ -49,7 +50,6 @@ import {
 } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
-type Task = StoreModule.Task;
 
 const TASKS_DIR = path.join(".harness", "tasks");
 const SECTION =
@@ -169,12 +169,12 @@ describe.each(moduleVersions("s10", ["lockfile.ts"]))("$id lock file", (chapter)
 
 // Module-level blocks run only where these modules differ: identical copies prove nothing new.
 const MODULE_CHAPTERS = new Set(
-  moduleVersions("s10", ["tasks.ts", "tasks-store.ts"]).map((c) => c.id),
+  moduleVersions("s10", ["tasks.ts", "tasks-store.ts", "task-record.ts"]).map((c) => c.id),
 );
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts). tasks.ts and
 // its store render /tasks and the banner line.
-const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts"]);
+const TASKS = moduleVersions("s10", ["tasks.ts", "tasks-store.ts", "task-record.ts"]);
 
 describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks", (chapter) => {
   let tasks: typeof TasksModule;

@@ -19,6 +19,7 @@ import type * as BashModule from "../chapters/s13-teams/src/bash.ts";
 import type * as HarnessModule from "../chapters/s13-teams/src/harness.ts";
 import type * as MailboxModule from "../chapters/s13-teams/src/mailbox.ts";
 import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
+import type { Task } from "../chapters/s13-teams/src/task-record.ts";
 import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamRuntimeModule from "../chapters/s13-teams/src/team-runtime.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
@@ -297,7 +298,7 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
       );
       const id = mate.requestId!;
       // A claim in between: the plan was for the earlier assignment.
-      team.claims.claimed({ id: "task_00000001", worktree: null } as StoreModule.Task, "bob");
+      team.claims.claimed({ id: "task_00000001", worktree: null } as Task, "bob");
       expect(mate.gate).toBe("required");
       expect(() => team.messages.reviewPlan(id, true)).toThrow(
         `Request ${id} belongs to an earlier assignment`,
@@ -413,7 +414,13 @@ describe.each(moduleVersions("s13", ["mailbox.ts", "protocols.ts", "worktrees.ts
 // the rest runs on every chapter (runsEdgeCases in chapters.ts). teams.ts brings the mailbox,
 // protocols, worktrees and the task store with it; permissions.ts denies a teammate's call
 // that needs approval, bash.ts and tools.ts run its calls in the worktree.
-const TEAMS = moduleVersions("s13", [...TEAM_TS, "permissions.ts", "bash.ts", "tools.ts"]);
+const TEAMS = moduleVersions("s13", [
+  ...TEAM_TS,
+  "permissions.ts",
+  "permission-rules.ts",
+  "bash.ts",
+  "tools.ts",
+]);
 
 // Each test runs its own chapter, workspace and server: they wait side by side.
 // The contract, on every chapter: the lead's and a teammate's tools and prompts with team

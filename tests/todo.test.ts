@@ -41,7 +41,12 @@ function silentRounds(rounds: number, prefix = "round"): ScriptStep[] {
 const MODULE_CHAPTERS = new Set(moduleVersions("s05", ["todo.ts"]).map((c) => c.id));
 // Through the chapter, edge cases run where these modules differ and on the newest chapter;
 // the rest of that block runs on every chapter (runsEdgeCases in chapters.ts).
-const TODO = moduleVersions("s05", ["todo.ts", "permissions.ts", "settings.ts"]);
+const TODO = moduleVersions("s05", [
+  "todo.ts",
+  "permissions.ts",
+  "permission-rules.ts",
+  "settings.ts",
+]);
 
 describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (chapter) => {
   let todo: typeof TodoModule;

@@ -4,8 +4,8 @@
  * Reads `<WORKDIR>/.claude/settings.json` and then `.claude/settings.local.json` once at
  * start. A file that is missing is simply absent; one that cannot be read or is not a JSON
  * object is reported with its path and contributes nothing, and the harness runs on. The
- * raw `permissions` and `hooks` sections are returned as found: permissions.ts checks the
- * rules. Nothing here ever writes them.
+ * raw `permissions` and `hooks` sections are returned as found: permission-rules.ts reads
+ * the rules. Nothing here ever writes them.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";

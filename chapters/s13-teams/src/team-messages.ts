@@ -14,7 +14,7 @@
 import type { Tone } from "shared";
 import type { Mailbox, TeamMessage } from "./mailbox.ts";
 import { Protocols } from "./protocols.ts";
-import { TaskError } from "./tasks-store.ts";
+import { TaskError } from "./task-record.ts";
 import type { Teammate, TeamOptions } from "./team-runtime.ts";
 
 /** The lead's mailbox name (its task owner name stays s10's `agent`). */

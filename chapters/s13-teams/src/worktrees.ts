@@ -15,7 +15,8 @@
 import { execFile } from "node:child_process";
 import { existsSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
-import { type Task, TaskError, type TaskStore } from "./tasks-store.ts";
+import { type Task, TaskError } from "./task-record.ts";
+import type { TaskStore } from "./tasks-store.ts";
 
 export const WORKTREE_NAME = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const GIT_TIMEOUT_MS = 30_000;

@@ -13,8 +13,8 @@
  * when it is idle, and the team's seams ask the gate.
  */
 import type { Tone, ToolDefinition, ToolOutput, ToolTarget } from "shared";
+import { type Task, TaskError } from "./task-record.ts";
 import { boardTools, OWNER, type OwnerClaims } from "./tasks.ts";
-import { type Task, TaskError } from "./tasks-store.ts";
 import type { Teammate, TeamOptions } from "./team-runtime.ts";
 
 /** Owner-scoped claims, the lease and the plan gate of the runtime's teammates. */

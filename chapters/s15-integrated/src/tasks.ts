@@ -29,7 +29,8 @@ import {
 } from "shared";
 import type { BannerLine, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { STATUSES, TASK_ID, type Task, type TaskStatus, TaskStore } from "./tasks-store.ts";
+import { STATUSES, TASK_ID, type Task, type TaskStatus } from "./task-record.ts";
+import { TaskStore } from "./tasks-store.ts";
 
 /** The main agent's name as an owner, in every process. */
 export const OWNER = "agent";

@@ -8,7 +8,7 @@ import { asObject, invalidInput, type Parsed, type ToolDefinition } from "shared
 import type { RunContext } from "./contract.ts";
 import { MAILBOX_NAME } from "./mailbox.ts";
 import type { PromptSection } from "./prompt.ts";
-import { TASK_ID } from "./tasks-store.ts";
+import { TASK_ID } from "./task-record.ts";
 import { LEAD } from "./team-messages.ts";
 import type { SpawnInput, TeamRuntime } from "./team-runtime.ts";
 import type { Worktrees } from "./worktrees.ts";
