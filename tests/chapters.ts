@@ -235,7 +235,7 @@ export function carried(range: Chapter[], ...modules: Array<Chapter[] | Set<stri
 export function edgeCase(
   chapter: Chapter,
   modules: Chapter[],
-): (name: string, test: () => Promise<void> | void) => void {
+): (name: string, test: () => Promise<void> | void, timeoutMs?: number) => void {
   return runsEdgeCases(chapter, modules) ? it : () => {};
 }
 

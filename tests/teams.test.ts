@@ -848,7 +848,8 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
           env: TEAM,
           files: { ...taskFile("task_0000c0de", { subject: "endless" }), "notes.txt": "n\n" },
           typing: [{ line: "loop" }, { after: "[teammate] carol finished", line: null }],
-          limitMs: 15000,
+          // Fifty model calls in a row: on a loaded machine that takes longer than most runs.
+          limitMs: 40000,
         });
         const carol = run.requests.filter(is("carol"));
         expect(carol).toHaveLength(50);
@@ -865,6 +866,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
           owner: null,
         });
       },
+      45000,
     );
 
     it("exit stops a working teammate: its command killed, its task back on the board, no lock, whole mailbox lines; hooks name it", async () => {

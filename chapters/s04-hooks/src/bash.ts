@@ -193,9 +193,10 @@ export function shellSection(workdir: string) {
 /** The shell: `bash` for every agent, and its prompt section. */
 export function bashMechanism(harness: Pick<Harness, "env" | "workdir">): Mechanism {
   const timeoutMs = positiveIntVar(harness.env, "BASH_TIMEOUT_MS", BASH_TIMEOUT_MS);
+  const tool = bashTool({ timeoutMs });
   return {
     name: "bash",
-    tools: () => [bashTool({ timeoutMs })],
+    tools: () => [tool],
     sections: () => [shellSection(harness.workdir)],
   };
 }

@@ -159,9 +159,10 @@ export function subagentMechanism(
     log: harness.log,
     child: () => harness.agent("subagent", SUB_SCOPE),
   };
+  const tool = taskTool(options);
   return {
     name: "subagent",
-    tools: (role) => (role === "main" ? [taskTool(options)] : []),
+    tools: (role) => (role === "main" ? [tool] : []),
     sections: (role) => {
       if (role === "main") return [delegationSection()];
       return role === "subagent" ? [subagentSection()] : [];

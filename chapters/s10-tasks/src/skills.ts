@@ -316,9 +316,10 @@ export function loadSkillTool(
 export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "printer">): Mechanism {
   const { skills, problems } = loadSkills(harness.workdir);
   const hasSkills = (role: Role) => role !== "subagent";
+  const tool = loadSkillTool(skills, harness.log);
   return {
     name: "skills",
-    tools: (role) => (hasSkills(role) ? [loadSkillTool(skills, harness.log)] : []),
+    tools: (role) => (hasSkills(role) ? [tool] : []),
     sections: (role) => (hasSkills(role) ? [skillsSection(skills)] : []),
     commands: {
       skills: {

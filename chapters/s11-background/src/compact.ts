@@ -369,9 +369,10 @@ export function compactMechanism(
     log: harness.log,
     limits: limitsFromEnv(harness.env),
   });
+  const tool = compactTool(compactor);
   return {
     name: "compact",
-    tools: (role) => (role === "main" ? [compactTool(compactor)] : []),
+    tools: (role) => (role === "main" ? [tool] : []),
     sections: (role) => [role === "main" ? contextSection() : childContextSection()],
     loop: () => compactor.loopSeams(),
     commands: {

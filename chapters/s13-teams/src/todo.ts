@@ -189,9 +189,10 @@ export function planningSection() {
  */
 export function todoMechanism(harness: Pick<Harness, "emit" | "log">): Mechanism {
   const options: TodoOptions = { manager: new TodoManager(), emit: harness.emit, log: harness.log };
+  const tool = todoWriteTool(options);
   return {
     name: "todo",
-    tools: (role) => (role === "main" ? [todoWriteTool(options)] : []),
+    tools: (role) => (role === "main" ? [tool] : []),
     sections: (role) => (role === "main" ? [planningSection()] : []),
     loop: (run) => (run.role === "main" ? todoReminder(options) : null),
   };

@@ -30,6 +30,7 @@ import {
   type ModelClient,
   type Printer,
   type SessionLog,
+  type ToolDefinition,
   type ToolMap,
   toolMap,
   transcriptSink,
@@ -133,6 +134,7 @@ export async function runHarness(
     return runDemo(io, { ...DEMO, main, noCredentials: true });
   }
 
+  const mainTools = toolPool(mechanisms, "main");
   reader = new LineReader({ input: io.stdin, output: io.stdout, printer: harness.printer });
   io.onSignal?.(() => reader?.interrupt());
   try {
@@ -153,9 +155,9 @@ export async function runHarness(
         return agentLoop(turn.history, {
           client: harness.client,
           model: config.model,
-          // Both gathered again before every model call: a server connected during the turn
+          // Both asked for again before every model call: a server connected during the turn
           // adds tools, and the dynamic sections (memory, the clock) may change.
-          tools: () => toolMap(gatherTools(mechanisms, "main")),
+          tools: mainTools,
           system: () => systemParts(config.workdir, mechanisms, "main"),
           scope: "main",
           role: "main",
@@ -176,6 +178,24 @@ export async function runHarness(
     });
     reader.close();
   }
+}
+
+/**
+ * An agent's tools, asked for before every model call: the same map while every mechanism
+ * gives the same tools (an `extendTool` depends on the tool and the role alone), a new one
+ * when a mechanism gives others (a server connected or gone).
+ */
+function toolPool(mechanisms: Mechanism[], role: Role): () => ToolMap {
+  let given: ToolDefinition[] = [];
+  let pool: ToolMap = new Map();
+  return () => {
+    const now = mechanisms.flatMap((mechanism) => mechanism.tools?.(role) ?? []);
+    if (now.length !== given.length || now.some((tool, i) => tool !== given[i])) {
+      given = now;
+      pool = toolMap(gatherTools(mechanisms, role));
+    }
+    return pool;
+  };
 }
 
 function createServices(
