@@ -1207,9 +1207,17 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s16-workflow-no-resume-note",
     file: `${S16}/workflow.ts`,
-    search: "          const runId = pending.shift();",
-    replace: "          const runId = undefined; pending.shift();",
+    search: "  if (runIds.length === 0) return [];",
+    replace: "  return [];",
     description: "after Ctrl-C the model is not told which run to resume",
+    tests: ["workflow.test.ts"],
+  },
+  {
+    id: "s16-workflow-resumed-run-still-named",
+    file: `${S16}/workflow.ts`,
+    search: "      if (at !== -1) interrupted.splice(at, 1);",
+    replace: "      void at;",
+    description: "a run resumed to its end is still named as interrupted in the prompt",
     tests: ["workflow.test.ts"],
   },
   // ---------------------------------------------------------------- s17 goal

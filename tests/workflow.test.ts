@@ -110,7 +110,10 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
   });
 
   it("offers name, args and resume_from_run_id only, and refuses code or a wrong name", () => {
-    const tool = wf.workflowTool(setup(fakeRunner().runner).runtime, () => {});
+    const tool = wf.workflowTool(setup(fakeRunner().runner).runtime, {
+      interrupted: () => {},
+      ended: () => {},
+    });
     expect(tool.input_schema).toEqual({
       type: "object",
       properties: {
@@ -600,7 +603,7 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
     );
 
     edge(
-      "Ctrl-C stops a run: its journal is kept and the next request names the run to resume",
+      "Ctrl-C stops a run: its journal is kept, and the prompt names the run to resume until it ends",
       async () => {
         let interrupt: (() => void) | undefined;
         const server = await startFakeServer({
@@ -625,11 +628,22 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
               when: (r) => JSON.stringify(r.messages.at(-1)).includes("next"),
               reply: reply(text("ok")),
             },
+            {
+              when: userSaid("resume it"),
+              reply: (r) => {
+                const id = /Interrupted workflow runs: (wf_\S+?)\./.exec(String(r.system))![1];
+                return reply(
+                  toolUse("Workflow", { name: "review-changes", resume_from_run_id: id }),
+                );
+              },
+            },
+            { when: afterTools, reply: reply(text("resumed")) },
+            { when: userSaid("after"), reply: reply(text("done")) },
           ]),
         });
         try {
           const run = await runChapter(chapter, {
-            prompts: ["review it", "next"],
+            prompts: ["review it", "next", "resume it", "after"],
             server,
             onSignal: (handler) => {
               interrupt = handler;
@@ -637,16 +651,26 @@ describe.concurrent.each(carried(chaptersFrom("s16"), WORKFLOW))(
           });
           expect(run.output).toContain("[interrupted]");
           // The next line's request: a cancelled agent call may reach the server after it.
-          const next = run.requests.filter((r) => (r.tools?.length ?? 0) > 0).at(-1)!;
+          const next = run.requests.find(
+            (r) =>
+              (r.tools?.length ?? 0) > 0 && JSON.stringify(r.messages.at(-1)).includes('"next"'),
+          )!;
+          // The interrupted call's result is the repair's, untouched; the prompt says what to do.
           const [result] = lastToolResults(next);
-          expect(String(result!.content)).toMatch(
-            /^Interrupted by the user\. Workflow run wf_review-changes_[0-9a-f]{16} stopped; .*resume_from_run_id/,
+          expect(result!.content).toBe("Interrupted by the user");
+          expect(String(next.system)).toMatch(
+            /\n\nInterrupted workflow runs: wf_review-changes_[0-9a-f]{16}\. Their finished agent calls are journaled: call Workflow with resume_from_run_id to continue one\.(\n|$)/,
           );
+          // Resumed to its end, the run is no longer named.
+          const after = run.requests.filter((r) => (r.tools?.length ?? 0) > 0).at(-1)!;
+          expect(String(after.system)).not.toContain("Interrupted workflow runs");
           const dir = path.join(run.workdir, ".harness/workflows");
           const snapshot = readdirSync(dir).find((n) => /^wf_.*[0-9a-f]\.json$/.test(n))!;
           const saved = JSON.parse(readFileSync(path.join(dir, snapshot), "utf8"));
-          expect(saved.task.status).toBe("failed");
+          // The same run, failed by the interrupt, then resumed from its journal to the end.
+          expect(saved.task.status).toBe("completed");
           expect(run.output).toContain("interrupted; its journal is kept");
+          expect(run.output).toMatch(/task_started .*resume=true/);
           expect(run.output).toContain("ok");
         } finally {
           await server.close();

@@ -28,9 +28,8 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { asObject, invalidInput, type ModelClient, type Tone, type ToolDefinition } from "shared";
-import type { LoopSeams, Mechanism } from "./contract.ts";
+import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { INTERRUPTED_RESULT } from "./interrupt.ts";
 import type { PromptSection } from "./prompt.ts";
 import {
   AGENT_MAX_TOKENS,
@@ -80,9 +79,15 @@ export function modelRunner(client: ModelClient, model: () => string): AgentRunn
 // ---------------------------------------------------------------------------------------
 // The tool, the prompt section and the mechanism
 
+/** What the tool tells the mechanism about a run: stopped by Ctrl-C, or ended. */
+export interface RunEvents {
+  interrupted(runId: string): void;
+  ended(runId: string): void;
+}
+
 export function workflowTool(
   runtime: WorkflowRuntime,
-  onInterrupt: (runId: string) => void,
+  events: RunEvents,
 ): ToolDefinition<Record<string, unknown>> {
   return {
     name: "Workflow",
@@ -115,9 +120,10 @@ export function workflowTool(
       try {
         const outcome = await runtime.call(input, context.signal);
         if (context.signal.aborted) {
-          onInterrupt(outcome.launched.runId);
+          events.interrupted(outcome.launched.runId);
           context.signal.throwIfAborted();
         }
+        events.ended(outcome.launched.runId);
         return { content: JSON.stringify(outcome) };
       } catch (error) {
         if (error instanceof WorkflowInputError)
@@ -143,30 +149,21 @@ export function workflowsSection(registry: Registry): PromptSection {
 }
 
 /**
- * The note an interrupted run leaves: the next model call finds the Workflow call that the
- * interrupt answered with `Interrupted by the user` and adds the run id to resume with.
+ * The runs a Ctrl-C stopped, until one is resumed to its end: a dynamic section of the
+ * main agent's prompt, so the model knows what to resume without anyone rewriting the
+ * result the interrupted call was given.
  */
-function resumeNotes(pending: string[]): LoopSeams {
-  return {
-    beforeModelCall: async (messages) => {
-      if (pending.length === 0) return;
-      for (const message of messages) {
-        if (message.role !== "user" || typeof message.content === "string") continue;
-        for (const block of message.content) {
-          if (block.type !== "tool_result" || block.content !== INTERRUPTED_RESULT) continue;
-          const call = messages
-            .flatMap((m) => (typeof m.content === "string" ? [] : m.content))
-            .find((b) => b.type === "tool_use" && b.id === block.tool_use_id);
-          if (call?.type !== "tool_use" || call.name !== "Workflow") continue;
-          const runId = pending.shift();
-          if (!runId) return;
-          block.content =
-            `${INTERRUPTED_RESULT}. Workflow run ${runId} stopped; its finished agent calls are ` +
-            `journaled: call Workflow with resume_from_run_id "${runId}" to continue it.`;
-        }
-      }
+export function interruptedSection(runIds: readonly string[]): PromptSection[] {
+  if (runIds.length === 0) return [];
+  return [
+    {
+      id: "workflows-interrupted",
+      text:
+        `Interrupted workflow runs: ${runIds.join(", ")}. Their finished agent calls are ` +
+        "journaled: call Workflow with resume_from_run_id to continue one.",
+      dynamic: true,
     },
-  };
+  ];
 }
 
 export function workflowMechanism(
@@ -182,18 +179,24 @@ export function workflowMechanism(
     say,
   });
   const interrupted: string[] = [];
-  const tool = workflowTool(runtime, (runId) => {
-    interrupted.push(runId);
-    say(
-      `[workflow] ${runId} interrupted; its journal is kept (resume_from_run_id continues it)`,
-      "warn",
-    );
+  const tool = workflowTool(runtime, {
+    interrupted: (runId) => {
+      if (!interrupted.includes(runId)) interrupted.push(runId);
+      say(
+        `[workflow] ${runId} interrupted; its journal is kept (resume_from_run_id continues it)`,
+        "warn",
+      );
+    },
+    ended: (runId) => {
+      const at = interrupted.indexOf(runId);
+      if (at !== -1) interrupted.splice(at, 1);
+    },
   });
   return {
     name: "workflow",
     tools: (role) => (role === "main" ? [tool as ToolDefinition] : []),
-    sections: (role) => (role === "main" ? [workflowsSection(registry)] : []),
-    loop: (run) => (run.role === "main" ? resumeNotes(interrupted) : null),
+    sections: (role) =>
+      role === "main" ? [workflowsSection(registry), ...interruptedSection(interrupted)] : [],
     commands: {
       workflows: {
         description: "workflow runs, newest first: run ID, workflow, status, agents, tokens",
