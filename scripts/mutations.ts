@@ -126,8 +126,8 @@ export const MUTATIONS: Mutation[] = [
 
   // ---------------------------------------------------------------- s09 harness.ts, main.ts, prompt.ts
   {
-    id: "s09-harness-seams-main-role",
-    file: `${S09}/harness.ts`,
+    id: "s06-harness-seams-main-role",
+    file: "chapters/s06-subagent/src/harness.ts",
     search: "seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),",
     replace:
       'seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role: "main", scope }) ?? []),',
@@ -331,8 +331,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-subagent-child-gets-task",
     file: `${S09}/subagent.ts`,
-    search: 'tools: (role) => (role === "main" ? [taskTool(options)] : []),',
-    replace: 'tools: (role) => (role !== "teammate" ? [taskTool(options)] : []),',
+    search: 'tools: (role) => (role === "main" ? [tool] : []),',
+    replace: 'tools: (role) => (role !== "teammate" ? [tool] : []),',
     description: "a subagent gets the task tool (delegation more than one level deep)",
     tests: ["subagent.test.ts"],
   },
