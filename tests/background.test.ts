@@ -407,7 +407,8 @@ describe.each(carried(chaptersFrom("s11"), MODULE_CHAPTERS, BACKGROUND))(
           while (!firstTurn || !existsSync(done) || (!waits && !woken)) {
             await new Promise((r) => setTimeout(r, 20));
           }
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          // The job's process must also have exited and been reaped: give a loaded machine time.
+          await new Promise((resolve) => setTimeout(resolve, 750));
           stdin.end("next\n");
           const run = await running;
           expect(

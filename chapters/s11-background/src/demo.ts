@@ -27,7 +27,7 @@ export const DEMO: Omit<DemoOptions, "main"> = {
   setup(workdir) {
     writeFileSync(
       path.join(workdir, "notes.md"),
-      "# Notes\n\n- the check takes a second\n- nothing waits for it\n",
+      "# Notes\n\n- the check takes two seconds\n- nothing waits for it\n",
     );
   },
   prompts: [ASK, "/bg"],
@@ -37,14 +37,14 @@ export const DEMO: Omit<DemoOptions, "main"> = {
       when: (r) => last(r).includes(ASK),
       reply: reply(
         text("Starting the check in the background, and reading the notes meanwhile."),
-        toolUse("bash", { command: "sleep 1; echo 'check: 12 passed'", run_in_background: true }),
+        toolUse("bash", { command: "sleep 2; echo 'check: 12 passed'", run_in_background: true }),
         toolUse("read_file", { path: "notes.md" }),
       ),
     },
     {
       name: "more work while the job runs",
       when: (r) => last(r).includes("nothing waits for it"),
-      reply: reply(toolUse("bash", { command: "sleep 1.5; wc -l notes.md" })),
+      reply: reply(toolUse("bash", { command: "sleep 3; wc -l notes.md" })),
     },
     {
       name: "the notification arrives after that round's result",
