@@ -89,6 +89,26 @@ const taskFile = (id: string, fields: Record<string, unknown> = {}) => ({
 const readTask = (workdir: string, id: string) =>
   JSON.parse(readFileSync(path.join(workdir, ".harness", "tasks", `${id}.json`), "utf8"));
 
+/** A git repository with one commit at `workdir`, and a runner for git in it. */
+function gitRepo(workdir: string): (...args: string[]) => string {
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
+  git("init", "-q", "-b", "main");
+  writeFiles(workdir, { "README.md": "repo\n" });
+  git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
+  git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+  return git;
+}
+
+/** dave's first call: a command that sleeps in the background, its pid in sleep.pid. */
+const daveSleeps: ScriptStep = {
+  when: firstOf("dave"),
+  reply: reply(
+    toolUse("bash", {
+      command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
+    }),
+  ),
+};
+
 /** Every line of every mailbox file this run left: each must be a whole JSON message. */
 function mailboxLines(workdir: string): unknown[] {
   const root = path.join(workdir, ".harness", "mailboxes");
@@ -886,14 +906,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
           ),
         },
         { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
-        {
-          when: firstOf("dave"),
-          reply: reply(
-            toolUse("bash", {
-              command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
-            }),
-          ),
-        },
+        daveSleeps,
       ];
       const stdin = new PassThrough();
       stdin.write("start\n");
@@ -975,14 +988,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
             ),
           },
           { when: (r) => isLead(r) && results(r).length > 0, reply: reply(text("STARTED")) },
-          {
-            when: firstOf("dave"),
-            reply: reply(
-              toolUse("bash", {
-                command: "sleep 30 & echo $! > sleep.pid.tmp && mv sleep.pid.tmp sleep.pid; wait",
-              }),
-            ),
-          },
+          daveSleeps,
         ];
         const stdin = new PassThrough();
         stdin.write("start\n");
@@ -1019,12 +1025,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
       "a claim in the middle of a reply moves the calls after it into the task's checkout",
       async () => {
         const workdir = tempWorkspace("team-wt-claim");
-        const git = (...args: string[]) =>
-          execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
-        git("init", "-q", "-b", "main");
-        writeFiles(workdir, { "README.md": "repo\n" });
-        git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
-        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+        gitRepo(workdir);
         writeFiles(workdir, taskFile("task_000b0001", { subject: "auth" }));
         const steps: ScriptStep[] = [
           {
@@ -1049,18 +1050,17 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
           },
           ...noted(),
         ];
-        await runTyped(chapter, {
+        const run = await runTyped(chapter, {
           steps,
           env: TEAM,
           workdir,
           typing: [{ line: "go" }, { after: "FINN DONE", line: null }],
-        }).then((run) => {
-          const finn = results(run.requests.find((r) => is("finn")(r) && results(r).length === 3)!);
-          // Before the claim no task, so no workspace tools; after it, the checkout.
-          expect(finn[0]).toBe("Error: Claim a Task before using workspace tools.");
-          expect(finn[1]).toMatch(/^Claimed task_000b0001/);
-          expect(finn[2]).toBe(path.join(workdir, ".harness", "worktrees", "auth"));
         });
+        const finn = results(run.requests.find((r) => is("finn")(r) && results(r).length === 3)!);
+        // Before the claim no task, so no workspace tools; after it, the checkout.
+        expect(finn[0]).toBe("Error: Claim a Task before using workspace tools.");
+        expect(finn[1]).toMatch(/^Claimed task_000b0001/);
+        expect(finn[2]).toBe(path.join(workdir, ".harness", "worktrees", "auth"));
       },
     );
 
@@ -1068,12 +1068,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
       "worktrees: bound to a task, the owner works in the checkout, removal is the user's and keeps the branch",
       async () => {
         const workdir = tempWorkspace("team-wt");
-        const git = (...args: string[]) =>
-          execFileSync("git", args, { cwd: workdir, encoding: "utf8" });
-        git("init", "-q", "-b", "main");
-        writeFiles(workdir, { "README.md": "repo\n" });
-        git("-c", "user.email=t@t", "-c", "user.name=t", "add", "README.md");
-        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init");
+        const git = gitRepo(workdir);
         git("branch", "wt/taken");
         writeFiles(workdir, {
           ...taskFile("task_000a0001", { subject: "auth" }),
