@@ -665,14 +665,6 @@ export const MUTATIONS: Mutation[] = [
 
   // ---------------------------------------------------------------- s11 background
   {
-    id: "s11-background-truthy-flag",
-    file: `${S11}/background.ts`,
-    search: "      const flag = asObject(input)?.run_in_background === true;",
-    replace: "      const flag = Boolean(asObject(input)?.run_in_background);",
-    description: 'run_in_background: "true" (a string) starts a background job',
-    tests: ["background.test.ts"],
-  },
-  {
     id: "s11-background-notification-first",
     file: `${S11}/background.ts`,
     search: "        : [...last.content, ...blocks];",
@@ -1344,5 +1336,66 @@ export const MUTATIONS: Mutation[] = [
     replace: '        setLang("en");',
     description: "the language switch no longer changes the README's language",
     tests: ["demo.test.ts"],
+  },
+  // ---------------------------------------------------------------- one declaration per tool
+  {
+    id: "s01-loop-input-unchecked",
+    file: "chapters/s01-loop/src/loop.ts",
+    search: "  const parsed = checkInput(tool, call.input);",
+    replace: '  const parsed = { ok: true as const, value: call.input, error: "" };',
+    description: "the loop runs a tool with input its schema refuses",
+    tests: ["loop.test.ts"],
+  },
+  {
+    id: "shared-schema-required-inherited",
+    file: "shared/src/schema.ts",
+    search:
+      "  const given = (key: string) => Object.hasOwn(object, key) && object[key] !== undefined;",
+    replace: "  const given = (key: string) => object[key] !== undefined;",
+    description: "an inherited key (constructor) counts as a given required property",
+    tests: ["shared/schema.test.ts"],
+  },
+  {
+    id: "shared-schema-extra-properties-kept",
+    file: "shared/src/schema.ts",
+    search: "    if (unknown.length > 0) {",
+    replace: "    if (false) {",
+    description: "additionalProperties: false no longer refuses an unknown property",
+    tests: ["shared/schema.test.ts", "tasks.test.ts"],
+  },
+  {
+    id: "shared-schema-default-ignored",
+    file: "shared/src/schema.ts",
+    search: "      if (inner.default !== undefined) out[key] = structuredClone(inner.default);",
+    replace: "",
+    description: "an absent property's default is not filled in (schedule_cron's recurring)",
+    tests: ["shared/schema.test.ts", "cron.test.ts"],
+  },
+  {
+    id: "shared-schema-range-unchecked",
+    file: "shared/src/schema.ts",
+    search:
+      "    const outside = !wrongType && ((value as number) < min || (value as number) > max);",
+    replace: "    const outside = false;",
+    description: "a number outside minimum and maximum passes (create_task's priority 11)",
+    tests: ["shared/schema.test.ts", "tasks.test.ts"],
+  },
+  {
+    id: "shared-schema-items-unchecked",
+    file: "shared/src/schema.ts",
+    search: "        checkValue(itemSchema, item, join(names, path, index), names),",
+    replace: "        item,",
+    description: "an array's items are not checked (a todo without content passes)",
+    tests: ["shared/schema.test.ts", "todo.test.ts"],
+  },
+  {
+    id: "s11-background-flag-not-in-schema",
+    file: `${S11}/background.ts`,
+    search:
+      "    input_schema: { ...schema, properties: { ...schema.properties, run_in_background: FLAG } },",
+    replace: "    input_schema: schema,",
+    description:
+      'the flag is not in bash\'s schema: the model is not told of it, and "true" passes',
+    tests: ["background.test.ts"],
   },
 ];

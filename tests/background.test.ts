@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
-import { trackChild } from "shared";
+import { checkInput, trackChild } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BackgroundModule from "../chapters/s11-background/src/background.ts";
@@ -242,7 +242,7 @@ describe.each(carried(chaptersFrom("s11"), MODULE_CHAPTERS, BACKGROUND))(
       });
 
       describe("the flag on bash", () => {
-        it("runs only the literal true in the background; the subagent's bash has no flag", async () => {
+        it("runs only true in the background, refuses a flag that is not a boolean; the subagent's bash has no flag", async () => {
           const started: string[] = [];
           const plain = bash.bashTool({ timeoutMs: 5000 });
           const flagged = bg.withBackgroundFlag(plain, {
@@ -257,11 +257,14 @@ describe.each(carried(chaptersFrom("s11"), MODULE_CHAPTERS, BACKGROUND))(
             scope: "main",
           };
           const call = async (input: unknown) => {
-            const parsed = flagged.parse(input);
+            const parsed = checkInput(flagged, input);
             if (!parsed.ok) throw new Error(parsed.error);
             return (await flagged.run(parsed.value, ctx)).content;
           };
-          expect(await call({ command: "echo fg", run_in_background: "true" })).toBe("fg");
+          expect(checkInput(flagged, { command: "echo bg", run_in_background: "true" })).toEqual({
+            ok: false,
+            error: "Error: Invalid input for bash: run_in_background must be true or false",
+          });
           expect(await call({ command: "echo fg", run_in_background: false })).toBe("fg");
           expect(await call({ command: "echo fg" })).toBe("fg");
           expect(await call({ command: "echo bg", run_in_background: true })).toBe("started");
@@ -341,12 +344,13 @@ describe.each(carried(chaptersFrom("s11"), MODULE_CHAPTERS, BACKGROUND))(
             prompts: ["go"],
             steps: [
               // The job ends while the third command runs, however busy the machine: it waits
-              // for that command's go, and the command waits for its end (plus a moment for
-              // the harness to see it exit), so only the fourth request can carry it.
+              // for that command's go, and the command waits until the harness has reaped the
+              // job's shell (`kill -0` answers for a zombie), plus a moment for its result to
+              // be queued, so only the fourth request can carry it.
               {
                 when: userSaid("go"),
                 reply: reply(
-                  bgCall("until [ -f go ]; do sleep 0.05; done; touch ended; echo late"),
+                  bgCall("echo $$ > job.pid; until [ -f go ]; do sleep 0.05; done; echo late"),
                 ),
               },
               { when: afterTools, reply: reply(toolUse("bash", { command: "echo quick" })) },
@@ -355,7 +359,9 @@ describe.each(carried(chaptersFrom("s11"), MODULE_CHAPTERS, BACKGROUND))(
                 reply: reply(
                   toolUse("bash", {
                     command:
-                      "touch go; until [ -f ended ]; do sleep 0.05; done; sleep 0.3; seq 1 2000",
+                      "until [ -s job.pid ]; do sleep 0.05; done; touch go; " +
+                      "while kill -0 $(cat job.pid) 2>/dev/null; do sleep 0.05; done; " +
+                      "sleep 0.3; seq 1 2000",
                   }),
                 ),
               },

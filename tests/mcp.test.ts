@@ -11,6 +11,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
+import { checkInput } from "shared";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
@@ -313,6 +314,11 @@ describe.each(MCP_MODULES)("$id MCP modules", (chapter) => {
     expect(await search!.run({ query: 3 }, context)).toEqual({
       content: "MCP error: TypeError: argument 'query' must be a string",
       isError: true,
+    });
+    // Through the loop, the server's own schema refuses that call before it is sent.
+    expect(checkInput(search!, { query: 3 })).toEqual({
+      ok: false,
+      error: "Error: Invalid input for mcp__docs__search: query must be a string",
     });
     await expect(c.callTool("nope", {})).rejects.toThrow("-32602 Unknown tool: nope");
     await c.close();

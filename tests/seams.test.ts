@@ -440,7 +440,6 @@ describe.each(
       aliases: [],
       description,
       input_schema: { type: "object", properties: {} },
-      parse: (input) => ({ ok: true, value: input }),
       run: async () => ({ content: name }),
     });
     const mechanisms = [

@@ -7,7 +7,7 @@ import fs, { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import type { SessionLog } from "shared";
+import { checkInput, type SessionLog } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as FrontmatterModule from "../chapters/s07-skills/src/frontmatter.ts";
@@ -601,17 +601,21 @@ describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills
 
       it("rejects bad input with the invalid-input error", () => {
         const tool = skills.loadSkillTool(found);
-        expect(tool.parse({ name: 1 })).toEqual({
+        expect(checkInput(tool, { name: 1 })).toEqual({
           ok: false,
           error: "Error: Invalid input for load_skill: name must be a string",
         });
-        for (const input of [{}, null, "pdf"]) {
-          expect(tool.parse(input)).toEqual({
+        expect(checkInput(tool, {})).toEqual({
+          ok: false,
+          error: "Error: Invalid input for load_skill: name is required",
+        });
+        for (const input of [null, ["pdf"], '["pdf"]']) {
+          expect(checkInput(tool, input)).toEqual({
             ok: false,
-            error: "Error: Invalid input for load_skill: name is required",
+            error: "Error: Invalid input for load_skill: input must be an object",
           });
         }
-        expect(tool.parse({ name: "pdf" })).toEqual({ ok: true, value: { name: "pdf" } });
+        expect(checkInput(tool, { name: "pdf" })).toEqual({ ok: true, value: { name: "pdf" } });
       });
 
       it("logs each load and each miss to the session transcript", async () => {

@@ -151,8 +151,8 @@ describe.concurrent.each(carried(chaptersFrom("s06"), SUBAGENT))("$id subagent",
     casesFor(
       chapter,
       [
-        [{ prompt: "" }, "Error: task prompt must be a non-empty string"],
         [{ prompt: "   " }, "Error: task prompt must be a non-empty string"],
+        [{ prompt: "" }, "Error: Invalid input for task: prompt must not be empty"],
         [{}, "Error: Invalid input for task: prompt is required"],
         [{ prompt: 7 }, "Error: Invalid input for task: prompt must be a string"],
       ] as Array<[Record<string, unknown>, string]>,

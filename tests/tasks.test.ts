@@ -21,7 +21,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import type { LoopEvent, ToolDefinition, ToolOutput } from "shared";
+import { checkInput, type LoopEvent, type ToolDefinition, type ToolOutput } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../chapters/s10-tasks/src/task-record.ts";
@@ -57,7 +57,9 @@ const SECTION =
   "create every task first, then add dependencies with update_task using the exact IDs " +
   "create_task returned; claim a task before working on it and complete it when done. " +
   "todo_write stays your short checklist; the task tool (delegation) is unrelated.";
-const PRIORITY_ERROR = "Error: priority must be an integer between 0 and 10";
+const PRIORITY_ERROR =
+  "Error: Invalid input for create_task: priority must be an integer between 0 and 10";
+const ID_PATTERN = "must match the pattern ^task_[0-9a-f]{8}$";
 const CLAIMER = new URL("./helpers/task-claimer.ts", import.meta.url).pathname;
 
 const systemOf = (request: Request) => String(request.system);
@@ -203,10 +205,10 @@ describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks",
       );
     const agent = toolsAs("agent");
     const context = runContext({ workdir });
-    /** Calls a tool as the loop does (parse, then run); every `Error:` must be is_error. */
+    /** Calls a tool as the loop does (the schema check, then run); every `Error:` must be is_error. */
     const call = async (name: string, input: unknown, tools = agent): Promise<ToolOutput> => {
       const tool = tools.get(name)!;
-      const parsed = tool.parse(input);
+      const parsed = checkInput(tool, input);
       const output = parsed.ok
         ? await tool.run(parsed.value, context)
         : { content: parsed.error, isError: true };
@@ -299,7 +301,7 @@ describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks",
         );
       });
 
-      it("refuses a blank subject and malformed IDs (Python's repr in the message), writing nothing", async () => {
+      it("refuses a blank subject and malformed IDs (Python's repr, or the schema's pattern), writing nothing", async () => {
         const t = setup();
         expect((await t.call("create_task", { subject: "   " })).content).toBe(
           "Error: Task subject cannot be empty",
@@ -317,17 +319,17 @@ describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks",
           [
             "update_task",
             { task_id: "task_00000000", addBlockedBy: ["../x"] },
-            "Error: Invalid task ID: '../x'",
+            `Error: Invalid input for update_task: addBlockedBy[0] ${ID_PATTERN}`,
           ],
           [
             "update_task",
             { task_id: "../x", addBlockedBy: ["task_00000000"] },
-            "Error: Invalid task ID: '../x'",
+            `Error: Invalid input for update_task: task_id ${ID_PATTERN}`,
           ],
           [
             "update_task",
             { task_id: "task_00000000", addBlockedBy: "task_11111111" },
-            "Error: addBlockedBy must be a list of task IDs",
+            "Error: Invalid input for update_task: addBlockedBy must be an array",
           ],
           ["get_task", {}, "Error: Invalid input for get_task: task_id is required"],
           [
@@ -506,7 +508,7 @@ describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks",
         const created = await t.call("create_task", { subject: "c", blockedBy: [a] });
         expect(created.content).toBe(
           "Error: Invalid input for create_task: unknown property 'blockedBy' (create_task takes " +
-            "subject, description, priority; add dependencies afterwards with update_task)",
+            "subject, description, priority)",
         );
         const updated = await t.call("update_task", {
           task_id: b,
@@ -568,7 +570,7 @@ describe.each(carried(chaptersFrom("s10"), MODULE_CHAPTERS, TASKS))("$id tasks",
           "Error: Dependency not found: task_00000000",
         );
         expect((await t.call("update_task", { task_id: b, addBlockedBy: [] })).content).toBe(
-          "Error: addBlockedBy must list at least one task ID",
+          "Error: Invalid input for update_task: addBlockedBy must have at least 1 item",
         );
         expect(filesIn(t.dir)).toEqual(before);
         expect(t.onDisk(b).blockedBy).toEqual([]);

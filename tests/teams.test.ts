@@ -568,7 +568,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
         });
         const out = results(run.requests.find((r) => isLead(r) && results(r).length > 0)!);
         expect(out.slice(0, 4)).toEqual([
-          "Error: Invalid teammate name: use 1-64 letters, digits, underscores, or dashes",
+          "Error: Invalid input for spawn_teammate: name must match the pattern ^[A-Za-z0-9_-]{1,64}$",
           "Error: 'Lead' is reserved by the runtime",
           "Error: 'AGENT' is reserved by the runtime",
           "Error: Cannot spawn teammate 'ghost': Task not found: task_0000dead",
@@ -586,7 +586,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
           "Error: Teammate 'dave' is not active",
           "Error: Teammate 'dave' is not active",
           "Error: Request req_000000 not found",
-          "Error: worktree name must be 1-64 letters, digits, dots, underscores, or dashes, and start with a letter or digit",
+          "Error: Invalid input for create_worktree: name must match the pattern ^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
         ]);
         expect(run.code).toBe(0);
       },

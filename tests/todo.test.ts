@@ -4,6 +4,7 @@
  * tool_result blocks of the same user message.
  */
 import type Anthropic from "@anthropic-ai/sdk";
+import { checkInput, nullLog } from "shared";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as TodoModule from "../chapters/s05-todo/src/todo.ts";
@@ -18,6 +19,7 @@ import {
 import { afterTools, lastToolResults, runChapter, sessionLog, userSaid } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
+const NEVER = new AbortController().signal;
 const REMINDER = "<reminder>Update your todos.</reminder>";
 
 /** The user messages of a request that carry the reminder. */
@@ -56,25 +58,30 @@ describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (
   const edge = edgeCase(chapter, TODO);
 
   if (MODULE_CHAPTERS.has(chapter.id)) {
-    describe("the list", () => {
-      const update = (raw: unknown, manager = new todo.TodoManager()) => ({
-        result: manager.update(raw),
-        manager,
-      });
+    describe("the list, through the tool's schema check as the loop makes it", () => {
+      /** One todo_write call as the loop makes it: the schema check, then run. */
+      const write = async (todos: unknown, manager = new todo.TodoManager()) => {
+        const tool = todo.todoWriteTool({ manager, emit: () => {}, log: nullLog() });
+        const checked = checkInput(tool, { todos });
+        const result = checked.ok
+          ? await tool.run(checked.value, { workdir: "/", signal: NEVER, scope: "main" })
+          : { content: checked.error, isError: true };
+        return { result, manager };
+      };
 
-      it("renders markers and the completed count", () => {
-        const { result } = update([
+      it("renders markers and the completed count", async () => {
+        const { result } = await write([
           { content: "a", status: "completed" },
           { content: "b", status: "in_progress" },
           { content: "c", status: "pending" },
         ]);
-        expect(result).toEqual({ ok: true, rendered: "[x] a\n[>] b\n[ ] c\n\n(1/3 completed)" });
+        expect(result).toEqual({ content: "[x] a\n[>] b\n[ ] c\n\n(1/3 completed)", quiet: true });
         expect(new todo.TodoManager().render()).toBe("No todos.");
       });
 
-      it("accepts a JSON-string array, a missing status (pending), any case, and trims content", () => {
-        const { manager } = update(
-          '[{"content": "  write it  "}, {"content": "x", "status": " COMPLETED "}]',
+      it("accepts a JSON-string array and a missing status (pending), and trims content", async () => {
+        const { manager } = await write(
+          '[{"content": "  write it  "}, {"content": "x", "status": "completed"}]',
         );
         expect(manager.items).toEqual([
           { content: "write it", status: "pending" },
@@ -82,17 +89,23 @@ describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (
         ]);
       });
 
+      const invalid = "Error: Invalid input for todo_write: ";
       it.each([
-        ["not json", "Error: todos must be a list or JSON array string"],
-        ['{"content": "a"}', "Error: todos must be a list or JSON array string"],
-        [{ content: "a" }, "Error: todos must be a list of {content, status} objects"],
-        [42, "Error: todos must be a list of {content, status} objects"],
-        [["x"], "Error: todos[0] must be an object with content and status"],
+        ["not json", `${invalid}todos must be an array`],
+        ['{"content": "a"}', `${invalid}todos must be an array`],
+        [{ content: "a" }, `${invalid}todos must be an array`],
+        [42, `${invalid}todos must be an array`],
+        [["x"], `${invalid}todos[0] must be an object`],
         [[{ content: "ok" }, { content: "   " }], "Error: todos[1] requires content"],
-        [[{ status: "pending" }], "Error: todos[0] requires content"],
+        [[{ content: "" }], `${invalid}todos[0].content must not be empty`],
+        [[{ status: "pending" }], `${invalid}todos[0].content is required`],
         [
           [{ content: "a", status: "done" }],
-          "Error: todos[0] has invalid status 'done' (use pending, in_progress or completed)",
+          `${invalid}todos[0].status must be one of pending, in_progress, completed`,
+        ],
+        [
+          [{ content: "a", status: "PENDING" }],
+          `${invalid}todos[0].status must be one of pending, in_progress, completed`,
         ],
         [
           [
@@ -101,28 +114,29 @@ describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (
           ],
           "Error: Only one todo can be in_progress at a time",
         ],
-      ])("rejects %j with a clear message and keeps the old list", (raw, message) => {
+      ])("rejects %j with a clear message and keeps the old list", async (raw, message) => {
         const manager = new todo.TodoManager();
         manager.update([{ content: "keep me", status: "pending" }]);
-        expect(manager.update(raw)).toEqual({ ok: false, error: message });
+        expect((await write(raw, manager)).result).toEqual({ content: message, isError: true });
         expect(manager.items).toEqual([{ content: "keep me", status: "pending" }]);
       });
 
-      it("allows exactly 20 items and checks the count before the items", () => {
+      it("allows exactly 20 items and checks the count before the items", async () => {
         const items = (n: number) => Array.from({ length: n }, (_, i) => ({ content: `t${i}` }));
-        expect(update(items(20)).result).toMatchObject({ ok: true });
-        expect(update(items(20)).manager.render()).toMatch(/\(0\/20 completed\)$/);
-        expect(update([...items(20), "not even an object"]).result).toEqual({
-          ok: false,
-          error: "Error: Max 20 todos allowed",
+        const twenty = await write(items(20));
+        expect(twenty.result).toMatchObject({ quiet: true });
+        expect(twenty.manager.render()).toMatch(/\(0\/20 completed\)$/);
+        expect((await write([...items(20), "not even an object"])).result).toEqual({
+          content: `${invalid}todos must have at most 20 items`,
+          isError: true,
         });
       });
 
-      it("replaces the whole list, and [] clears it", () => {
-        const { manager } = update([{ content: "a", extra: 1 }]);
-        manager.update([{ content: "b", status: "completed" }]);
+      it("replaces the whole list, and [] clears it", async () => {
+        const { manager } = await write([{ content: "a", extra: 1 }]);
+        await write([{ content: "b", status: "completed" }], manager);
         expect(manager.items).toEqual([{ content: "b", status: "completed" }]);
-        expect(manager.update([])).toEqual({ ok: true, rendered: "No todos." });
+        expect((await write([], manager)).result).toEqual({ content: "No todos.", quiet: true });
       });
     });
   }
@@ -200,18 +214,31 @@ describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (
     });
 
     edge(
-      "resets when todo_write runs, even with an error, but not when a hook blocks it",
+      "resets when todo_write runs, even with an error, but not when its input is refused or a hook blocks it",
       async () => {
         const todoCall = (todos: unknown) => ({ reply: reply(toolUse("todo_write", { todos })) });
         const bash = { reply: reply(toolUse("bash", { command: "echo x" })) };
+        const two = [
+          { content: "a", status: "in_progress" },
+          { content: "b", status: "in_progress" },
+        ];
         const ran = await runChapter(chapter, {
           prompts: ["go"],
-          steps: [bash, bash, todoCall("not json"), bash, { reply: reply(text("end")) }],
+          steps: [bash, bash, todoCall(two), bash, { reply: reply(text("end")) }],
         });
         expect(ran.requests.every((r) => withReminder(r).length === 0)).toBe(true);
         expect(lastToolResults(ran.requests[3]!)[0]?.content).toBe(
-          "Error: todos must be a list or JSON array string",
+          "Error: Only one todo can be in_progress at a time",
         );
+
+        const refused = await runChapter(chapter, {
+          prompts: ["go"],
+          steps: [bash, bash, todoCall("not json"), bash, { reply: reply(text("end")) }],
+        });
+        expect(lastToolResults(refused.requests[3]!)[0]?.content).toBe(
+          "Error: Invalid input for todo_write: todos must be an array",
+        );
+        expect(withReminder(refused.requests[3]!)).toHaveLength(1);
 
         const blocked = await runChapter(chapter, {
           prompts: ["go"],

@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
+import { checkInput, type JsonSchema } from "shared";
 import { reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as WorkflowModule from "../chapters/s16-workflow/src/workflow.ts";
@@ -124,26 +125,36 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
       required: ["name"],
       additionalProperties: false,
     });
-    expect(tool.parse({ name: 1 })).toEqual({
+    expect(checkInput(tool, { name: 1 })).toEqual({
       ok: false,
       error: "Error: Invalid input for Workflow: name must be a string",
     });
-    expect(tool.parse({ name: "x", script: "rm -rf /" })).toEqual({
+    expect(checkInput(tool, { name: "x", script: "rm -rf /" })).toEqual({
       ok: false,
-      error: "Error: Invalid input for Workflow: unknown field 'script'",
+      error:
+        "Error: Invalid input for Workflow: unknown property 'script' (Workflow takes name, args, resume_from_run_id)",
+    });
+    expect(checkInput(tool, { name: "x", args: [1] })).toEqual({
+      ok: false,
+      error: "Error: Invalid input for Workflow: args must be an object",
     });
   });
 
-  it("validates structured output with a path to what is wrong", () => {
+  it("checks structured output with a path to what is wrong", () => {
     const findings = review.FINDINGS_SCHEMA;
-    expect(core.validateJson({}, findings)).toBe("missing required key 'findings'");
-    expect(core.validateJson({ findings: {} }, findings)).toBe("findings: expected array");
-    expect(core.validateJson({ findings: [{ title: "t", severity: "urgent" }] }, findings)).toBe(
-      'findings: [0]: severity: expected one of ["high","medium","low"]',
+    const problem = (value: unknown, schema: JsonSchema) => {
+      const checked = core.checkOutput(value, schema);
+      return checked.ok ? null : checked.error;
+    };
+    expect(problem({}, findings)).toBe("findings is required");
+    expect(problem({ findings: {} }, findings)).toBe("findings must be an array");
+    expect(problem({ findings: [{ title: "t", severity: "urgent" }] }, findings)).toBe(
+      "findings[0].severity must be one of high, medium, low",
     );
-    expect(core.validateJson(true, { type: "number" })).toBe("expected number");
-    expect(core.validateJson(Number.NaN, { type: "number" })).toBe("expected number");
-    expect(core.validateJson({ findings: [] }, findings)).toBeNull();
+    expect(problem(true, { type: "number" })).toBe("output must be a number");
+    expect(problem(Number.NaN, { type: "number" })).toBe("output must be a number");
+    expect(problem({ findings: [] }, findings)).toBeNull();
+    expect(core.checkOutput("anything", undefined)).toEqual({ ok: true, value: "anything" });
   });
 
   it("takes JSON from a fence or from prose (braces inside strings too), else keeps the text", () => {
@@ -246,7 +257,7 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
     const id = launched.runId;
     const names = [`${id}.json`, `${id}.output.json`, `${id}.journal.jsonl`];
     const before = names.map(read);
-    const refusal = (input: Record<string, unknown>) =>
+    const refusal = (input: Parameters<typeof runtime.call>[0]) =>
       runtime.call(input, signal).then(
         () => "ran",
         (error: Error) => error.message,
@@ -268,7 +279,6 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
       "invalid resume journal record at line 2",
     );
     expect(await refusal({ name: "missing" })).toBe("unknown workflow 'missing'");
-    expect(await refusal({ name: "test-flow", args: [1] })).toBe("workflow args must be an object");
     expect(names.slice(0, 2).map(read)).toEqual(before.slice(0, 2));
   });
 
@@ -345,7 +355,9 @@ describe.each(WORKFLOW)("$id workflow runtime", (chapter) => {
     const outcome = await runtime.run(flow, null, undefined, signal);
     expect(prompts).toEqual(["give", "give\n\nReturn valid JSON."]);
     expect(outcome.task.status).toBe("failed");
-    expect(outcome.result).toEqual({ error: "agent({schema}) invalid output: expected object" });
+    expect(outcome.result).toEqual({
+      error: "agent({schema}) invalid output: output must be an object",
+    });
   });
 
   it("runs at most eight agents at once, and more than one", async () => {

@@ -10,6 +10,7 @@ export * from "./modules.ts";
 export * from "./printer.ts";
 export * from "./processes.ts";
 export * from "./reader.ts";
+export * from "./schema.ts";
 export * from "./state.ts";
 export * from "./style.ts";
 export * from "./tool.ts";

@@ -1,10 +1,12 @@
 /**
  * The shape of a tool. A chapter's tools are plain objects of this type, kept in an own-key
- * `Map` by name; the loop only ever calls `parse` and then `run`. A tool also says what a
- * call touches (`target`), so the guard, the permission gates and settings rules can judge
- * a tool they have never heard of. See docs/architecture.md, "Tools".
+ * `Map` by name; the loop checks a call's input against the tool's `input_schema`
+ * (`checkInput`) and then calls `run`. A tool also says what a call touches (`target`), so
+ * the guard, the permission gates and settings rules can judge a tool they have never heard
+ * of. See docs/architecture.md, "Tools".
  */
 import type Anthropic from "@anthropic-ai/sdk";
+import { check, type FromSchema, type ObjectSchema } from "./schema.ts";
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -45,12 +47,29 @@ export interface ToolDefinition<Input = unknown> {
   /** Claude Code's names for this tool (`Bash`, `Read` …), used by settings rules and hooks. */
   aliases: string[];
   description: string;
-  input_schema: Anthropic.Tool.InputSchema;
-  /** The tool's own input check; the error text names the tool, the field and the problem. */
-  parse(input: unknown): Parsed<Input>;
+  /** The JSON Schema the API receives, and what every call's input is checked against. */
+  input_schema: ObjectSchema;
+  /** Runs with input that passed the schema, absent defaults filled in. */
   run(input: Input, context: ToolContext): Promise<ToolOutput>;
   /** What a call with this (parsed) input touches; absent or null: nothing a gate checks. */
   target?(input: Input): ToolTarget | null;
+}
+
+/**
+ * A tool declared once: `Input` is the type `input_schema` describes (`FromSchema`), so the
+ * schema the model reads and the input `run` receives are one declaration.
+ */
+export function defineTool<const S extends ObjectSchema>(
+  tool: Omit<ToolDefinition<FromSchema<S>>, "input_schema"> & { input_schema: S },
+): ToolDefinition<FromSchema<S>> {
+  return tool;
+}
+
+/** A call's input checked against its tool's schema; the error names the tool and the field. */
+export function checkInput<Input>(tool: ToolDefinition<Input>, input: unknown): Parsed<Input> {
+  const checked = check(tool.input_schema, input, { owner: tool.name });
+  if (checked.ok) return checked as Parsed<Input>;
+  return invalidInput(tool.name, checked.error);
 }
 
 export type ToolMap = Map<string, ToolDefinition>;
@@ -70,11 +89,11 @@ export function toolSpecs(tools: ToolMap): Anthropic.Tool[] {
   return [...tools.values()].map((tool) => ({
     name: tool.name,
     description: tool.description,
-    input_schema: tool.input_schema,
+    input_schema: tool.input_schema as Anthropic.Tool.InputSchema,
   }));
 }
 
-/** Helpers for `parse`: read a field of an unknown input object with a clear error. */
+/** The error a call with bad input gets: it names the tool and the problem. */
 export function invalidInput(tool: string, problem: string): { ok: false; error: string } {
   return { ok: false, error: `Error: Invalid input for ${tool}: ${problem}` };
 }

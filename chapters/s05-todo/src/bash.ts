@@ -7,14 +7,7 @@
  * uses `runCommand` too.
  */
 import { spawn } from "node:child_process";
-import {
-  asObject,
-  invalidInput,
-  killGroup,
-  positiveIntVar,
-  type ToolDefinition,
-  trackChild,
-} from "shared";
+import { defineTool, killGroup, positiveIntVar, trackChild } from "shared";
 import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 
@@ -150,12 +143,8 @@ export function limit(text: string, max = MAX_OUTPUT_CHARS): string {
   return text.slice(0, end);
 }
 
-export interface BashInput {
-  command: string;
-}
-
-export function bashTool(options: { timeoutMs: number }): ToolDefinition<BashInput> {
-  return {
+export function bashTool(options: { timeoutMs: number }) {
+  return defineTool({
     name: "bash",
     aliases: ["Bash"],
     description: "Run a shell command in the workspace and return its output.",
@@ -163,12 +152,6 @@ export function bashTool(options: { timeoutMs: number }): ToolDefinition<BashInp
       type: "object",
       properties: { command: { type: "string", description: "The shell command to run." } },
       required: ["command"],
-    },
-    parse(input) {
-      const command = asObject(input)?.command;
-      if (command === undefined) return invalidInput("bash", "command is required");
-      if (typeof command !== "string") return invalidInput("bash", "command must be a string");
-      return { ok: true, value: { command } };
     },
     async run({ command }, context) {
       const run = await runCommand(command, {
@@ -179,7 +162,7 @@ export function bashTool(options: { timeoutMs: number }): ToolDefinition<BashInp
       return formatRun(run, options.timeoutMs);
     },
     target: ({ command }) => ({ kind: "exec", command }),
-  };
+  });
 }
 
 /** This mechanism's part of the system prompt. */

@@ -16,14 +16,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
-import {
-  asObject,
-  invalidInput,
-  nullLog,
-  type Parsed,
-  type SessionLog,
-  type ToolDefinition,
-} from "shared";
+import { defineTool, nullLog, type Parsed, type SessionLog } from "shared";
 import type { Mechanism, Role } from "./contract.ts";
 import { kindOf, parseFrontmatter } from "./frontmatter.ts";
 import type { Harness } from "./harness.ts";
@@ -259,22 +252,15 @@ export function describeSkills(skills: Skill[], problems: string[]): string {
   return [catalog(skills), ...(lines.length > 0 ? ["", ...lines] : [])].join("\n");
 }
 
-export interface LoadSkillInput {
-  name: string;
-}
-
 /**
  * `load_skill` (Claude Code's `Skill`): the whole SKILL.md captured at start. Each load
  * goes to the session log as `load <name> (<N> chars)` or `not found: <name>`.
  */
-export function loadSkillTool(
-  skills: Skill[],
-  log: SessionLog = nullLog(),
-): ToolDefinition<LoadSkillInput> {
+export function loadSkillTool(skills: Skill[], log: SessionLog = nullLog()) {
   // A Map, not an object: `constructor` or `__proto__` must be unknown skills.
   const byName = new Map(skills.map((skill) => [skill.name, skill]));
   const available = skills.length > 0 ? skills.map((skill) => skill.name).join(", ") : "none";
-  return {
+  return defineTool({
     name: "load_skill",
     aliases: ["Skill"],
     description:
@@ -286,12 +272,6 @@ export function loadSkillTool(
         name: { type: "string", description: "The skill's name, exactly as in the catalog." },
       },
       required: ["name"],
-    },
-    parse(input: unknown): Parsed<LoadSkillInput> {
-      const name = asObject(input)?.name;
-      if (name === undefined) return invalidInput("load_skill", "name is required");
-      if (typeof name !== "string") return invalidInput("load_skill", "name must be a string");
-      return { ok: true, value: { name } };
     },
     async run({ name }, context) {
       const skill = byName.get(name);
@@ -305,7 +285,7 @@ export function loadSkillTool(
       log.transcript("SKILL", `load ${name} (${skill.text.length} chars)`, context.scope);
       return { content: skill.text };
     },
-  };
+  });
 }
 
 /**

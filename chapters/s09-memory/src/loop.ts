@@ -10,6 +10,7 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
+  checkInput,
   type EventSink,
   isAbortError,
   type ModelClient,
@@ -182,7 +183,7 @@ async function dispatch(
     const available = [...config.tools.keys()].join(", ");
     return error(`Error: Unknown tool '${call.name}'. Available tools: ${available}`);
   }
-  const parsed = tool.parse(call.input);
+  const parsed = checkInput(tool, call.input);
   if (!parsed.ok) return error(parsed.error);
   const checked = { ...call, input: parsed.value };
   try {

@@ -11,14 +11,12 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
-  asObject,
+  defineTool,
   describeApiError,
   type EventSink,
-  invalidInput,
   isAbortError,
   type ModelClient,
   type SessionLog,
-  type ToolDefinition,
   type ToolOutput,
   toolSpecs,
 } from "shared";
@@ -44,8 +42,8 @@ export interface SubagentOptions {
   child: () => AgentSetup;
 }
 
-export function taskTool(options: SubagentOptions): ToolDefinition<{ prompt: string }> {
-  return {
+export function taskTool(options: SubagentOptions) {
+  return defineTool({
     name: "task",
     aliases: ["Task"],
     description:
@@ -63,16 +61,14 @@ export function taskTool(options: SubagentOptions): ToolDefinition<{ prompt: str
       },
       required: ["prompt"],
     },
-    parse(input) {
-      const prompt = asObject(input)?.prompt;
-      if (prompt === undefined) return invalidInput("task", "prompt is required");
-      if (typeof prompt !== "string") return invalidInput("task", "prompt must be a string");
-      if (!prompt.trim())
-        return { ok: false, error: "Error: task prompt must be a non-empty string" };
-      return { ok: true, value: { prompt } };
+    async run({ prompt }, context) {
+      // The schema refuses an empty prompt; one of only spaces is as empty to a subagent.
+      if (!prompt.trim()) {
+        return { content: "Error: task prompt must be a non-empty string", isError: true };
+      }
+      return runSubagent(prompt, options, context.signal);
     },
-    run: ({ prompt }, context) => runSubagent(prompt, options, context.signal),
-  };
+  });
 }
 
 /** Runs one child to its final answer (or the turn cap) and returns only that answer. */

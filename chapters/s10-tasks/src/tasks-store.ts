@@ -138,11 +138,7 @@ export class TaskStore {
   }
 
   /** A new pending task with no edges (the folder is made now, on the first create). */
-  async create(input: {
-    subject: string;
-    description?: string;
-    priority?: unknown;
-  }): Promise<Task> {
+  async create(input: { subject: string; description?: string; priority?: number }): Promise<Task> {
     const subject = input.subject.trim();
     if (!subject) throw new TaskError("Task subject cannot be empty");
     const priority = checkPriority(input.priority);
@@ -173,10 +169,9 @@ export class TaskStore {
    * Adds edges `id` ─blockedBy─> each of `deps`. The whole request is checked before
    * anything is written: a bad one leaves every file as it was.
    */
-  async addDependencies(id: string, deps: unknown): Promise<{ task: Task; added: string[] }> {
+  async addDependencies(id: string, deps: string[]): Promise<{ task: Task; added: string[] }> {
+    // Every ID becomes a file path: checked here too, whoever calls.
     checkTaskId(id);
-    if (!Array.isArray(deps)) throw new TaskError("addBlockedBy must be a list of task IDs");
-    if (deps.length === 0) throw new TaskError("addBlockedBy must list at least one task ID");
     const wanted = [...new Set(deps.map(checkTaskId))];
     return this.change(() => {
       const task = this.load(id);

@@ -24,12 +24,12 @@
 import { randomBytes } from "node:crypto";
 import type Anthropic from "@anthropic-ai/sdk";
 import {
+  defineTool,
   type EventSink,
   harnessPath,
   logStamp,
   type ModelClient,
   type SessionLog,
-  type ToolDefinition,
   type ToolMap,
   toolSpecs,
   writeFileAtomic,
@@ -304,20 +304,19 @@ export function overheadOf(run: Pick<RunContext, "system" | "tools">): number {
 }
 
 /** The `compact` tool: the handler only raises a flag; the summary runs before the next call. */
-export function compactTool(compactor: Compactor): ToolDefinition<Record<string, never>> {
-  return {
+export function compactTool(compactor: Compactor) {
+  return defineTool({
     name: "compact",
     aliases: [],
     description:
       "Summarize earlier conversation to free context space. Use when earlier detail is no " +
       "longer needed; the summary replaces the history after this tool batch.",
     input_schema: { type: "object", properties: {} },
-    parse: () => ({ ok: true, value: {} }),
     async run(_input, context) {
       compactor.request(context.scope);
       return { content: COMPACT_ACK };
     },
-  };
+  });
 }
 
 /** This mechanism's part of the main agent's system prompt. */

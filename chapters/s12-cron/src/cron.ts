@@ -26,23 +26,9 @@
  * and lets it run at real speed (tests, the demo).
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import {
-  asObject,
-  ConfigError,
-  type Env,
-  invalidInput,
-  readVar,
-  type Tone,
-  type ToolDefinition,
-} from "shared";
+import { ConfigError, defineTool, type Env, readVar, type Tone, type ToolDefinition } from "shared";
 import type { EventSource, LoopSeams, Mechanism, Turn, TurnInput } from "./contract.ts";
-import {
-  CronScheduler,
-  message,
-  minuteMarker,
-  preview,
-  type ScheduleInput,
-} from "./cron-scheduler.ts";
+import { CronScheduler, message, minuteMarker, preview } from "./cron-scheduler.ts";
 import type { CronJob } from "./cron-store.ts";
 import type { Harness } from "./harness.ts";
 import type { PromptSection } from "./prompt.ts";
@@ -264,7 +250,7 @@ export class CronDelivery {
 
 /** The three cron tools, in the order the model sees them. */
 export function cronTools(scheduler: CronScheduler): ToolDefinition[] {
-  const scheduleCron: ToolDefinition<ScheduleInput> = {
+  const scheduleCron = defineTool({
     name: "schedule_cron",
     aliases: [],
     description:
@@ -274,48 +260,31 @@ export function cronTools(scheduler: CronScheduler): ToolDefinition[] {
       properties: {
         cron: { type: "string", description: "minute hour day-of-month month day-of-week" },
         prompt: { type: "string", description: "What to run when it is due." },
-        recurring: { type: "boolean", description: "false: run once, then remove (default true)" },
-        durable: { type: "boolean", description: "false: this session only (default true)" },
+        recurring: {
+          type: "boolean",
+          default: true,
+          description: "false: run once, then remove (default true)",
+        },
+        durable: {
+          type: "boolean",
+          default: true,
+          description: "false: this session only (default true)",
+        },
       },
       required: ["cron", "prompt"],
     },
-    parse(input) {
-      const object = asObject(input);
-      if (!object) return invalidInput("schedule_cron", "input must be an object");
-      for (const key of ["cron", "prompt"]) {
-        if (object[key] === undefined) return invalidInput("schedule_cron", `${key} is required`);
-        if (typeof object[key] !== "string") {
-          return invalidInput("schedule_cron", `${key} must be a string`);
-        }
-      }
-      for (const key of ["recurring", "durable"]) {
-        if (object[key] !== undefined && typeof object[key] !== "boolean") {
-          return invalidInput("schedule_cron", `${key} must be true or false`);
-        }
-      }
-      return {
-        ok: true,
-        value: {
-          cron: object.cron as string,
-          prompt: object.prompt as string,
-          recurring: object.recurring !== false,
-          durable: object.durable !== false,
-        },
-      };
-    },
     run: async (input) => scheduler.schedule(input),
-  };
+  });
 
-  const listCrons: ToolDefinition<Record<string, never>> = {
+  const listCrons = defineTool({
     name: "list_crons",
     aliases: [],
     description: "List scheduled cron jobs.",
     input_schema: { type: "object", properties: {} },
-    parse: () => ({ ok: true, value: {} }),
     run: async () => ({ content: scheduler.list() }),
-  };
+  });
 
-  const cancelCron: ToolDefinition<{ job_id: string }> = {
+  const cancelCron = defineTool({
     name: "cancel_cron",
     aliases: [],
     description: "Cancel a cron job by ID.",
@@ -324,17 +293,8 @@ export function cronTools(scheduler: CronScheduler): ToolDefinition[] {
       properties: { job_id: { type: "string" } },
       required: ["job_id"],
     },
-    parse(input) {
-      const object = asObject(input);
-      if (!object) return invalidInput("cancel_cron", "input must be an object");
-      if (object.job_id === undefined) return invalidInput("cancel_cron", "job_id is required");
-      if (typeof object.job_id !== "string") {
-        return invalidInput("cancel_cron", "job_id must be a string");
-      }
-      return { ok: true, value: { job_id: object.job_id } };
-    },
     run: async ({ job_id }) => scheduler.cancel(job_id),
-  };
+  });
 
   return [scheduleCron, listCrons, cancelCron] as ToolDefinition[];
 }

@@ -4,7 +4,9 @@
  * With only `bash`, the model has to turn "read this file" or "change this line" into
  * `cat`, `sed` and `echo >` incantations that break on quoting. Here it gets four tools
  * built for the job. Adding a file tool is one more entry in `FILE_TOOLS`: the loop already
- * dispatches by name through an own-key map, so it does not change.
+ * dispatches by name through an own-key map, so it does not change. Each tool is one
+ * `defineTool` declaration: its `input_schema` is what the model reads, what the loop checks
+ * a call's input against, and where the type of `run`'s input comes from.
  *
  * Paths are relative to WORKDIR. The tools do not check confinement themselves: each says
  * which path a call reads or writes (`target`), and the check before every call (a
@@ -14,14 +16,7 @@
 import type { Dirent, Stats } from "node:fs";
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import {
-  asObject,
-  invalidInput,
-  onFirstUse,
-  type Parsed,
-  type ToolDefinition,
-  type ToolOutput,
-} from "shared";
+import { defineTool, onFirstUse, type ToolDefinition, type ToolOutput } from "shared";
 import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { isInside, realPathOf, resolveInWorkspace } from "./paths.ts";
@@ -32,28 +27,7 @@ const picomatch = onFirstUse<typeof import("picomatch")>(import.meta.url, "picom
 /** `glob` prints at most this many paths, then says how many it left out. */
 export const MAX_GLOB_MATCHES = 1000;
 
-// ---------------------------------------------------------------------------------------
-// Input checks shared by the four tools: one clear message per problem.
-// ---------------------------------------------------------------------------------------
-
-type Fields = Record<string, unknown>;
-
-function field(tool: string, input: Fields | null, name: string): Parsed<string> {
-  const value = input?.[name];
-  if (value === undefined) return invalidInput(tool, `${name} is required`);
-  if (typeof value !== "string") return invalidInput(tool, `${name} must be a string`);
-  return { ok: true, value };
-}
-
-function optionalInteger(tool: string, input: Fields | null, name: string): Parsed<number | null> {
-  const value = input?.[name];
-  if (value === undefined) return { ok: true, value: null };
-  if (typeof value !== "number" || !Number.isInteger(value)) {
-    return invalidInput(tool, `${name} must be an integer`);
-  }
-  return { ok: true, value };
-}
-
+/** A failure of the file system, as a result the model can act on. */
 function failure(error: unknown): ToolOutput {
   const message = error instanceof Error ? error.message : String(error);
   return { content: `Error: ${message}`, isError: true };
@@ -62,12 +36,6 @@ function failure(error: unknown): ToolOutput {
 // ---------------------------------------------------------------------------------------
 // read_file
 // ---------------------------------------------------------------------------------------
-
-export interface ReadFileInput {
-  path: string;
-  offset: number | null;
-  limit: number | null;
-}
 
 /** Python's `str.splitlines` line breaks: `\r\n` first, then every single-character break. */
 const LINE_BREAK = /\r\n|[\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029]/;
@@ -89,7 +57,7 @@ export function formatLines(text: string, offset: number, limit: number): string
   return `${shown.join("\n")}\n... (${rest.length - limit} more lines)`;
 }
 
-export const readFileTool: ToolDefinition<ReadFileInput> = {
+export const readFileTool = defineTool({
   name: "read_file",
   aliases: ["Read"],
   description:
@@ -98,23 +66,14 @@ export const readFileTool: ToolDefinition<ReadFileInput> = {
     type: "object",
     properties: {
       path: { type: "string", description: "File path, relative to the workspace." },
-      offset: { type: "integer", description: "First line to return, 0-based (default 0)." },
+      offset: {
+        type: "integer",
+        minimum: 0,
+        description: "First line to return, 0-based (default 0).",
+      },
       limit: { type: "integer", description: "Most lines to return (default: to the end)." },
     },
     required: ["path"],
-  },
-  parse(input) {
-    const fields = asObject(input);
-    const file = field("read_file", fields, "path");
-    if (!file.ok) return file;
-    const offset = optionalInteger("read_file", fields, "offset");
-    if (!offset.ok) return offset;
-    if (offset.value !== null && offset.value < 0) {
-      return invalidInput("read_file", "offset must be 0 or more");
-    }
-    const limit = optionalInteger("read_file", fields, "limit");
-    if (!limit.ok) return limit;
-    return { ok: true, value: { path: file.value, offset: offset.value, limit: limit.value } };
   },
   async run(input, context) {
     try {
@@ -127,18 +86,13 @@ export const readFileTool: ToolDefinition<ReadFileInput> = {
     }
   },
   target: (input) => ({ kind: "read", path: input.path }),
-};
+});
 
 // ---------------------------------------------------------------------------------------
 // write_file
 // ---------------------------------------------------------------------------------------
 
-export interface WriteFileInput {
-  path: string;
-  content: string;
-}
-
-export const writeFileTool: ToolDefinition<WriteFileInput> = {
+export const writeFileTool = defineTool({
   name: "write_file",
   aliases: ["Write"],
   description:
@@ -150,14 +104,6 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
       content: { type: "string", description: "The whole new content of the file." },
     },
     required: ["path", "content"],
-  },
-  parse(input) {
-    const fields = asObject(input);
-    const file = field("write_file", fields, "path");
-    if (!file.ok) return file;
-    const content = field("write_file", fields, "content");
-    if (!content.ok) return content;
-    return { ok: true, value: { path: file.value, content: content.value } };
   },
   async run(input, context) {
     try {
@@ -171,17 +117,11 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
     }
   },
   target: (input) => ({ kind: "write", path: input.path }),
-};
+});
 
 // ---------------------------------------------------------------------------------------
 // edit_file
 // ---------------------------------------------------------------------------------------
-
-export interface EditFileInput {
-  path: string;
-  old_text: string;
-  new_text: string;
-}
 
 /**
  * The file with the first occurrence of `oldText` replaced, or null when it is absent.
@@ -200,7 +140,7 @@ export function replaceFirst(file: Buffer, oldText: string, newText: string): Bu
   ]);
 }
 
-export const editFileTool: ToolDefinition<EditFileInput> = {
+export const editFileTool = defineTool({
   name: "edit_file",
   aliases: ["Edit"],
   description:
@@ -213,19 +153,6 @@ export const editFileTool: ToolDefinition<EditFileInput> = {
       new_text: { type: "string", description: "The text to put in its place." },
     },
     required: ["path", "old_text", "new_text"],
-  },
-  parse(input) {
-    const fields = asObject(input);
-    const file = field("edit_file", fields, "path");
-    if (!file.ok) return file;
-    const oldText = field("edit_file", fields, "old_text");
-    if (!oldText.ok) return oldText;
-    const newText = field("edit_file", fields, "new_text");
-    if (!newText.ok) return newText;
-    return {
-      ok: true,
-      value: { path: file.value, old_text: oldText.value, new_text: newText.value },
-    };
   },
   async run(input, context) {
     try {
@@ -241,15 +168,11 @@ export const editFileTool: ToolDefinition<EditFileInput> = {
     }
   },
   target: (input) => ({ kind: "write", path: input.path }),
-};
+});
 
 // ---------------------------------------------------------------------------------------
 // glob
 // ---------------------------------------------------------------------------------------
-
-export interface GlobInput {
-  pattern: string;
-}
 
 /**
  * True when a pattern could name a dot-entry: a `.` opening a segment or an alternative
@@ -347,7 +270,7 @@ export async function globFiles(workdir: string, pattern: string): Promise<strin
   return more > 0 ? `${shown.join("\n")}\n... (${more} more matches)` : shown.join("\n");
 }
 
-export const globTool: ToolDefinition<GlobInput> = {
+export const globTool = defineTool({
   name: "glob",
   aliases: ["Glob"],
   description:
@@ -359,11 +282,6 @@ export const globTool: ToolDefinition<GlobInput> = {
     },
     required: ["pattern"],
   },
-  parse(input) {
-    const pattern = field("glob", asObject(input), "pattern");
-    if (!pattern.ok) return pattern;
-    return { ok: true, value: { pattern: pattern.value } };
-  },
   async run(input, context) {
     try {
       return { content: await globFiles(context.workdir, input.pattern) };
@@ -373,7 +291,7 @@ export const globTool: ToolDefinition<GlobInput> = {
   },
   // It reads the workspace, though no one path of it.
   target: () => ({ kind: "read" }),
-};
+});
 
 // ---------------------------------------------------------------------------------------
 // The mechanism: the four tools for every agent, and the prompt section.

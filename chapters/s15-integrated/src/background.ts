@@ -19,7 +19,13 @@
  */
 import type { ChildProcess } from "node:child_process";
 import type Anthropic from "@anthropic-ai/sdk";
-import { asObject, endGroups, positiveIntVar, type ToolDefinition, type ToolOutput } from "shared";
+import {
+  endGroups,
+  type FromSchema,
+  positiveIntVar,
+  type ToolDefinition,
+  type ToolOutput,
+} from "shared";
 import { formatRun, runCommand } from "./bash.ts";
 import { type LoopSeams, type Mechanism, type Role, tagOrigin } from "./contract.ts";
 import type { Harness } from "./harness.ts";
@@ -183,14 +189,18 @@ export function injectNotifications(messages: MessageParam[], jobs: Job[]): numb
   return jobs.length;
 }
 
-export interface BackgroundInput {
-  command: string;
-  run_in_background: boolean;
-}
+/** The property the flag adds to bash's schema. */
+const FLAG = {
+  type: "boolean",
+  description: "true: run as a background job; its result arrives later.",
+} as const;
+
+export type BackgroundInput = { command: string; run_in_background?: FromSchema<typeof FLAG> };
 
 /**
- * `bash` with the flag: the same tool, one more property. Only the literal `true` runs in
- * the background; anything else (absent, false, "true") runs in the foreground as before.
+ * `bash` with the flag: the same tool, one more property in its schema, so the loop's check
+ * accepts only a boolean there. `true` runs in the background; absent or false runs in the
+ * foreground as before.
  */
 export function withBackgroundFlag(
   bash: ToolDefinition,
@@ -202,25 +212,7 @@ export function withBackgroundFlag(
     description:
       `${bash.description} With run_in_background: true it starts the command as a job and ` +
       "returns its ID at once; the result arrives later as a <task_notification>.",
-    input_schema: {
-      ...schema,
-      properties: {
-        ...(schema.properties as Record<string, unknown>),
-        run_in_background: {
-          type: "boolean",
-          description: "true: run as a background job; its result arrives later.",
-        },
-      },
-    },
-    parse(input) {
-      const parsed = bash.parse(input);
-      if (!parsed.ok) return parsed;
-      const flag = asObject(input)?.run_in_background === true;
-      return {
-        ok: true,
-        value: { ...(parsed.value as { command: string }), run_in_background: flag },
-      };
-    },
+    input_schema: { ...schema, properties: { ...schema.properties, run_in_background: FLAG } },
     run(input, context) {
       if (input.run_in_background) return Promise.resolve(jobs.start(input.command));
       return bash.run(input, context);

@@ -19,9 +19,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
   asObject,
+  defineTool,
   harnessPath,
-  invalidInput,
   isAbortError,
+  type ObjectSchema,
   positiveIntVar,
   type Tone,
   type ToolDefinition,
@@ -134,8 +135,9 @@ export function serverTools(
       // Settings rules name a whole server (`mcp__docs`) or a family (`mcp__docs__*`).
       aliases: [`mcp__${sanitize(server)}`, `mcp__${sanitize(server)}__*`],
       description: typeof tool.description === "string" ? tool.description : "",
-      input_schema: schema as ToolDefinition["input_schema"],
-      parse: (input) => ({ ok: true, value: asObject(input) ?? {} }),
+      // The server's own schema: the loop checks each call's input against it as against
+      // every tool's (a keyword the check does not know is left to the server).
+      input_schema: schema as unknown as ObjectSchema,
       run: async (input, context) => {
         try {
           return mapResult(await connection.callTool(tool.name, input, context.signal));
@@ -300,21 +302,15 @@ export class McpServers {
   }
 }
 
-export function connectTool(servers: McpServers): ToolDefinition<{ name: string }> {
+export function connectTool(servers: McpServers) {
   const names = servers.config.servers.map((server) => server.name).join(", ") || "none";
-  return {
+  return defineTool({
     name: "connect_mcp",
     aliases: [],
     description: `Connect to an MCP server from .mcp.json and discover its tools (they are offered from the next call). Configured: ${names}.`,
     input_schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
-    parse(input) {
-      const name = asObject(input)?.name;
-      if (name === undefined) return invalidInput("connect_mcp", "name is required");
-      if (typeof name !== "string") return invalidInput("connect_mcp", "name must be a string");
-      return { ok: true, value: { name } };
-    },
     run: ({ name }) => servers.connect(name),
-  };
+  });
 }
 
 /**

@@ -8,13 +8,7 @@
  * row without a `todo_write`.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import {
-  asObject,
-  type EventSink,
-  invalidInput,
-  type SessionLog,
-  type ToolDefinition,
-} from "shared";
+import { defineTool, type EventSink, type SessionLog } from "shared";
 import type { LoopSeams, Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 
@@ -42,11 +36,18 @@ export class TodoManager {
   /** How many times todo_write has run (the reminder watches this). */
   runs = 0;
 
-  /** Replaces the whole list, or returns an error and keeps the old list. */
-  update(raw: unknown): { ok: true; rendered: string } | { ok: false; error: string } {
-    const checked = checkTodos(raw);
-    if (typeof checked === "string") return { ok: false, error: `Error: ${checked}` };
-    this.items = checked;
+  /**
+   * Replaces the whole list (each content trimmed), or returns an error and keeps the old
+   * list. The tool's schema has checked each item's shape; these are the list's own rules.
+   */
+  update(todos: TodoItem[]): { ok: true; rendered: string } | { ok: false; error: string } {
+    const items = todos.map((item) => ({ content: item.content.trim(), status: item.status }));
+    const blank = items.findIndex((item) => !item.content);
+    if (blank >= 0) return { ok: false, error: `Error: todos[${blank}] requires content` };
+    if (items.filter((item) => item.status === "in_progress").length > 1) {
+      return { ok: false, error: "Error: Only one todo can be in_progress at a time" };
+    }
+    this.items = items;
     return { ok: true, rendered: this.render() };
   }
 
@@ -58,50 +59,15 @@ export class TodoManager {
   }
 }
 
-/** The validated list, or the message that says what is wrong (nothing is stored then). */
-function checkTodos(raw: unknown): TodoItem[] | string {
-  let value = raw;
-  // Models sometimes send the array as a JSON string: accept it, never evaluate it.
-  if (typeof value === "string") {
-    try {
-      value = JSON.parse(value);
-    } catch {
-      return "todos must be a list or JSON array string";
-    }
-    if (!Array.isArray(value)) return "todos must be a list or JSON array string";
-  }
-  if (!Array.isArray(value)) return "todos must be a list of {content, status} objects";
-  if (value.length > MAX_TODOS) return `Max ${MAX_TODOS} todos allowed`;
-  const items: TodoItem[] = [];
-  for (const [i, entry] of value.entries()) {
-    const item = asObject(entry);
-    if (!item) return `todos[${i}] must be an object with content and status`;
-    const content =
-      typeof item.content === "string" || typeof item.content === "number"
-        ? String(item.content).trim()
-        : "";
-    if (!content) return `todos[${i}] requires content`;
-    const status = item.status === undefined ? "pending" : String(item.status).trim().toLowerCase();
-    if (!STATUSES.includes(status as TodoStatus)) {
-      return `todos[${i}] has invalid status '${String(item.status)}' (use pending, in_progress or completed)`;
-    }
-    items.push({ content, status: status as TodoStatus });
-  }
-  if (items.filter((item) => item.status === "in_progress").length > 1) {
-    return "Only one todo can be in_progress at a time";
-  }
-  return items;
-}
-
 export interface TodoOptions {
   manager: TodoManager;
   emit: EventSink;
   log: SessionLog;
 }
 
-export function todoWriteTool(options: TodoOptions): ToolDefinition<{ todos: unknown }> {
+export function todoWriteTool(options: TodoOptions) {
   const { manager, emit, log } = options;
-  return {
+  return defineTool({
     name: "todo_write",
     aliases: ["TodoWrite"],
     description:
@@ -117,18 +83,13 @@ export function todoWriteTool(options: TodoOptions): ToolDefinition<{ todos: unk
             type: "object",
             properties: {
               content: { type: "string", minLength: 1 },
-              status: { type: "string", enum: [...STATUSES] },
+              status: { type: "string", enum: STATUSES, default: "pending" },
             },
-            required: ["content", "status"],
+            required: ["content"],
           },
         },
       },
       required: ["todos"],
-    },
-    parse(input) {
-      const todos = asObject(input)?.todos;
-      if (todos === undefined) return invalidInput("todo_write", "todos is required");
-      return { ok: true, value: { todos } };
     },
     async run({ todos }, context) {
       manager.runs++;
@@ -141,7 +102,7 @@ export function todoWriteTool(options: TodoOptions): ToolDefinition<{ todos: unk
       // The panel above is what the user reads; the model reads the same text as its result.
       return { content: result.rendered, quiet: true };
     },
-  };
+  });
 }
 
 /**

@@ -4,144 +4,118 @@
  * the board's three (send_message, submit_plan), and the Team and Teammate sections of their
  * prompts. A tool's refusal (a TaskError and the like) comes back as an `Error: …` result.
  */
-import { asObject, invalidInput, type Parsed, type ToolDefinition } from "shared";
+import { defineTool, type FromSchema, type ObjectSchema, type ToolDefinition } from "shared";
 import type { RunContext } from "./contract.ts";
 import { MAILBOX_NAME } from "./mailbox.ts";
 import type { PromptSection } from "./prompt.ts";
 import { TASK_ID } from "./task-record.ts";
 import { LEAD } from "./team-messages.ts";
-import type { SpawnInput, TeamRuntime } from "./team-runtime.ts";
+import type { TeamRuntime } from "./team-runtime.ts";
 import type { Worktrees } from "./worktrees.ts";
 
-type Field = "string" | "boolean";
+const STRING = { type: "string" } as const;
 
-/** The input check of the team tools: an object with these fields (`?` = optional). */
-function fields<T>(tool: string, input: unknown, spec: Record<string, Field>): Parsed<T> {
-  const object = asObject(input);
-  if (!object) return invalidInput(tool, "input must be an object");
-  const value: Record<string, unknown> = {};
-  for (const [key, type] of Object.entries(spec)) {
-    const name = key.replace(/\?$/, "");
-    if (object[name] === undefined) {
-      if (key.endsWith("?")) continue;
-      return invalidInput(tool, `${name} is required`);
-    }
-    if (typeof object[name] !== type) return invalidInput(tool, `${name} must be a ${type}`);
-    value[name] = object[name];
-  }
-  return { ok: true, value: value as T };
-}
-
-function schema(properties: Record<string, object>, required: string[]) {
-  return { type: "object" as const, properties, required };
-}
-
-const STRING = { type: "string" };
-
-/** A tool whose refusals (TaskError and the like) become `Error: …` results. */
-function teamTool<T>(
+/**
+ * A team tool, declared once: its schema (what the model reads and the loop checks) types
+ * `run`'s input. A refusal (a TaskError and the like) becomes an `Error: …` result.
+ */
+function teamTool<const S extends ObjectSchema>(
   name: string,
   description: string,
-  input_schema: ToolDefinition["input_schema"],
-  spec: Record<string, Field>,
-  run: (input: T, context: RunContext) => string | Promise<string>,
+  input_schema: S,
+  run: (input: FromSchema<S>, context: RunContext) => string | Promise<string>,
 ): ToolDefinition {
-  return {
+  return defineTool({
     name,
     aliases: [],
     description,
     input_schema,
-    parse: (input) => fields<T>(name, input, spec),
     run: async (input, context) => {
       try {
-        return { content: await run(input as T, context as RunContext) };
+        return { content: await run(input, context as RunContext) };
       } catch (error) {
         return { content: `Error: ${(error as Error).message}`, isError: true };
       }
     },
-  };
+  }) as ToolDefinition;
 }
 
 /** The lead's seven team tools, in the order the model sees them. */
 export function leadTools(team: TeamRuntime, worktrees: Worktrees): ToolDefinition[] {
   return [
-    teamTool<SpawnInput>(
+    teamTool(
       "spawn_teammate",
       "Start a persistent teammate with its own context. Pass task_id to assign a ready task; " +
         "require_plan makes it submit a plan before changing anything.",
-      schema(
-        {
+      {
+        type: "object",
+        properties: {
           name: { type: "string", pattern: MAILBOX_NAME.source },
           role: STRING,
           prompt: STRING,
           task_id: { type: "string", pattern: TASK_ID.source },
           require_plan: { type: "boolean" },
         },
-        ["name", "role", "prompt"],
-      ),
-      {
-        name: "string",
-        role: "string",
-        prompt: "string",
-        "task_id?": "string",
-        "require_plan?": "boolean",
+        required: ["name", "role", "prompt"],
       },
       (input) => team.spawn(input),
     ),
-    teamTool("list_teammates", "List active teammates and their status.", schema({}, []), {}, () =>
-      team.list(),
+    teamTool(
+      "list_teammates",
+      "List active teammates and their status.",
+      { type: "object", properties: {}, required: [] },
+      () => team.list(),
     ),
-    teamTool<{ to: string; content: string }>(
+    teamTool(
       "send_message",
       "Send a message to an active teammate.",
-      schema({ to: STRING, content: STRING }, ["to", "content"]),
-      { to: "string", content: "string" },
+      { type: "object", properties: { to: STRING, content: STRING }, required: ["to", "content"] },
       ({ to, content }) => team.messages.message(LEAD, to, content),
     ),
-    teamTool<{ teammate: string }>(
+    teamTool(
       "request_shutdown",
       "Ask a teammate to finish its current step and shut down.",
-      schema({ teammate: STRING }, ["teammate"]),
-      { teammate: "string" },
+      { type: "object", properties: { teammate: STRING }, required: ["teammate"] },
       ({ teammate }) => team.messages.requestShutdown(teammate),
     ),
-    teamTool<{ teammate: string; task: string }>(
+    teamTool(
       "request_plan",
       "Require a plan from a teammate before it changes the workspace.",
-      schema({ teammate: STRING, task: STRING }, ["teammate", "task"]),
-      { teammate: "string", task: "string" },
+      {
+        type: "object",
+        properties: { teammate: STRING, task: STRING },
+        required: ["teammate", "task"],
+      },
       ({ teammate, task }) => team.messages.requestPlan(teammate, task),
     ),
-    teamTool<{ request_id: string; approve: boolean; feedback?: string }>(
+    teamTool(
       "review_plan",
       "Approve or reject a submitted plan by its request_id.",
-      schema({ request_id: STRING, approve: { type: "boolean" }, feedback: STRING }, [
-        "request_id",
-        "approve",
-      ]),
-      { request_id: "string", approve: "boolean", "feedback?": "string" },
+      {
+        type: "object",
+        properties: { request_id: STRING, approve: { type: "boolean" }, feedback: STRING },
+        required: ["request_id", "approve"],
+      },
       ({ request_id, approve, feedback }) =>
         team.messages.reviewPlan(request_id, approve, feedback),
     ),
-    teamTool<{ name: string; task_id: string }>(
+    teamTool(
       "create_worktree",
       "Create a git worktree on branch wt/<name> for a pending, unowned task; whoever claims " +
         "the task works there. A working directory, not a sandbox.",
       {
-        ...schema(
-          {
-            name: {
-              type: "string",
-              pattern: "^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-              maxLength: 64,
-            },
-            task_id: STRING,
+        type: "object",
+        properties: {
+          name: {
+            type: "string",
+            pattern: "^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+            maxLength: 64,
           },
-          ["name", "task_id"],
-        ),
+          task_id: STRING,
+        },
+        required: ["name", "task_id"],
         additionalProperties: false,
       },
-      { name: "string", task_id: "string" },
       ({ name, task_id }) => worktrees.create(name, task_id),
     ),
   ];
@@ -151,18 +125,16 @@ export function leadTools(team: TeamRuntime, worktrees: Worktrees): ToolDefiniti
 export function teammateTools(team: TeamRuntime): ToolDefinition[] {
   return [
     ...team.claims.boardTools,
-    teamTool<{ to: string; content: string }>(
+    teamTool(
       "send_message",
       "Send an intermediate message to lead or an active teammate (your final reply reaches lead by itself).",
-      schema({ to: STRING, content: STRING }, ["to", "content"]),
-      { to: "string", content: "string" },
+      { type: "object", properties: { to: STRING, content: STRING }, required: ["to", "content"] },
       ({ to, content }, context) => team.messages.message(context.scope, to, content),
     ),
-    teamTool<{ plan: string }>(
+    teamTool(
       "submit_plan",
       "Submit your plan to lead and wait for its decision before changing the workspace.",
-      schema({ plan: STRING }, ["plan"]),
-      { plan: "string" },
+      { type: "object", properties: { plan: STRING }, required: ["plan"] },
       ({ plan }, context) => team.messages.submitPlan(context.scope, plan),
     ),
   ];

@@ -22,6 +22,7 @@ import {
   agentKey,
   Budget,
   canonicalJson,
+  checkOutput,
   checkRunId,
   defaultLabel,
   MAX_AGENT_CALLS,
@@ -31,7 +32,6 @@ import {
   type Registry,
   Semaphore,
   settleAll,
-  validateJson,
   validateMeta,
   WORKFLOW_DIR,
   WorkflowInputError,
@@ -48,6 +48,13 @@ import {
 
 // ---------------------------------------------------------------------------------------
 // One run
+
+/** What the `Workflow` tool passes: its input, as its schema admits it. */
+export interface WorkflowCall {
+  name: string;
+  args?: Record<string, unknown>;
+  resume_from_run_id?: string;
+}
 
 export interface RunOutcome {
   launched: {
@@ -94,16 +101,12 @@ export class WorkflowRuntime {
     return harnessPath(this.options.workdir, WORKFLOW_DIR, `${runId}${suffix}`);
   }
 
-  /** `Workflow` as the tool calls it: name, args and resume id checked, then the run. */
-  async call(input: unknown, signal: AbortSignal): Promise<RunOutcome> {
-    const object = asObject(input) ?? {};
-    const { name, args, resume_from_run_id: resume } = object;
-    if (typeof name !== "string") throw new WorkflowInputError("workflow name must be a string");
+  /** `Workflow` as the tool calls it (its schema checked the input): the script, then the run. */
+  async call(input: WorkflowCall, signal: AbortSignal): Promise<RunOutcome> {
+    const { name, args, resume_from_run_id: resume } = input;
     const script = this.options.registry.get(name);
     if (!script) throw new WorkflowInputError(`unknown workflow '${name}'`);
-    if (args !== undefined && args !== null && !asObject(args))
-      throw new WorkflowInputError("workflow args must be an object");
-    return this.run(script, (args ?? null) as Record<string, unknown> | null, resume, signal);
+    return this.run(script, args ?? null, resume, signal);
   }
 
   async run(
@@ -315,11 +318,11 @@ export class WorkflowRuntime {
     const phase = options.phase ?? current;
     const key = agentKey(label, prompt, schema);
     if (shared.journal.has(key)) {
-      const cached = shared.journal.get(key);
-      const problem = validateJson(cached, options.schema);
-      if (problem) throw new Error(`cached agent output failed schema validation: ${problem}`);
+      const cached = checkOutput(shared.journal.get(key), options.schema);
+      if (!cached.ok)
+        throw new Error(`cached agent output failed schema validation: ${cached.error}`);
       this.progress(shared.task, { type: "workflow_agent", label, phase, status: "cached" });
-      return cached;
+      return cached.value;
     }
     if (shared.executed.count >= MAX_AGENT_CALLS)
       throw new Error(`agent() cap reached (${MAX_AGENT_CALLS})`);
@@ -329,15 +332,16 @@ export class WorkflowRuntime {
       shared.semaphore.with(() =>
         this.options.runner.run(text, { schema, label, signal: shared.signal }),
       );
-    let { value, tokens } = await once(prompt);
-    let problem = validateJson(value, options.schema);
-    if (problem) {
+    const first = await once(prompt);
+    let tokens = first.tokens;
+    let checked = checkOutput(first.value, options.schema);
+    if (!checked.ok) {
       const again = await once(`${prompt}\n\nReturn valid JSON.`);
-      value = again.value;
       tokens += again.tokens;
-      problem = validateJson(value, options.schema);
-      if (problem) throw new Error(`agent({schema}) invalid output: ${problem}`);
+      checked = checkOutput(again.value, options.schema);
+      if (!checked.ok) throw new Error(`agent({schema}) invalid output: ${checked.error}`);
     }
+    const value = checked.value;
     shared.budget.add(tokens);
     shared.task.usage.agents++;
     shared.task.usage.tokens += tokens;

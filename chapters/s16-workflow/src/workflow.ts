@@ -27,7 +27,7 @@
  *   workflow.ts           the model runner, the tool, the prompt section, the mechanism
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { asObject, invalidInput, type ModelClient, type Tone, type ToolDefinition } from "shared";
+import { defineTool, type ModelClient, type Tone, type ToolDefinition } from "shared";
 import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import type { PromptSection } from "./prompt.ts";
@@ -85,11 +85,8 @@ export interface RunEvents {
   ended(runId: string): void;
 }
 
-export function workflowTool(
-  runtime: WorkflowRuntime,
-  events: RunEvents,
-): ToolDefinition<Record<string, unknown>> {
-  return {
+export function workflowTool(runtime: WorkflowRuntime, events: RunEvents) {
+  return defineTool({
     name: "Workflow",
     aliases: [],
     description: "Run a saved workflow by name. Pass input in args.",
@@ -103,19 +100,8 @@ export function workflowTool(
       required: ["name"],
       additionalProperties: false,
     },
-    parse(input) {
-      const object = asObject(input);
-      if (!object) return invalidInput("Workflow", "input must be an object");
-      const extra = Object.keys(object).filter(
-        (key) => !["name", "args", "resume_from_run_id"].includes(key),
-      );
-      if (extra.length > 0)
-        return invalidInput("Workflow", `unknown field ${extra.map((k) => `'${k}'`).join(", ")}`);
-      if (typeof object.name !== "string") return invalidInput("Workflow", "name must be a string");
-      return { ok: true, value: object };
-    },
     // Rules name it as Workflow or Workflow(<name>): the name is what a rule's specifier matches.
-    target: (input) => ({ kind: "exec", command: String(input.name) }),
+    target: (input) => ({ kind: "exec", command: input.name }),
     async run(input, context) {
       try {
         const outcome = await runtime.call(input, context.signal);
@@ -131,7 +117,7 @@ export function workflowTool(
         throw error;
       }
     },
-  };
+  });
 }
 
 export function workflowsSection(registry: Registry): PromptSection {

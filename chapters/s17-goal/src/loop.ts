@@ -32,7 +32,7 @@
  *                       max_tokens continuations (s15), onStop; then the turn ends, and
  *                       memory extraction (s09) runs after it, in the REPL's afterTurn
  *   g. each tool_use    a reply cut off at max_tokens refuses every call (s15,
- *                       beforeCalls); otherwise in order: parse, the gates (the team's
+ *                       beforeCalls); otherwise in order: the schema check, the gates (the team's
  *                       plan gate, permissions, then PreToolUse hooks; beforeToolCall),
  *                       the handler (a background job, s11), PostToolUse (afterToolCall);
  *                       one user message with every result and the text that rides with
@@ -41,6 +41,7 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
+  checkInput,
   type EventSink,
   isAbortError,
   type ModelClient,
@@ -278,7 +279,7 @@ async function dispatch(call: ToolCall, run: RunContext, seams: Required<LoopSea
     const available = [...run.tools.keys()].join(", ");
     return error(`Error: Unknown tool '${call.name}'. Available tools: ${available}`);
   }
-  const parsed = tool.parse(call.input);
+  const parsed = checkInput(tool, call.input);
   if (!parsed.ok) return error(parsed.error);
   const checked = { ...call, input: parsed.value };
   try {

@@ -18,10 +18,8 @@
  * board, one task per owner (`claims`), and a line names a task's worktree.
  */
 import {
-  asObject,
+  defineTool,
   type EventSink,
-  invalidInput,
-  type Parsed,
   type Tone,
   type ToolContext,
   type ToolDefinition,
@@ -40,13 +38,14 @@ const MARKERS: Record<TaskStatus, string> = {
   in_progress: "[>]",
   completed: "[x]",
 };
-const ID_SCHEMA = { type: "string", pattern: TASK_ID.source };
+const ID_SCHEMA = { type: "string", pattern: TASK_ID.source } as const;
 /** get_task, claim_task, complete_task: the ID is checked when the call runs (no pattern). */
-const taskIdSchema = () => ({
-  type: "object" as const,
-  properties: { task_id: { type: "string" } },
-  required: ["task_id"],
-});
+const taskIdSchema = () =>
+  ({
+    type: "object",
+    properties: { task_id: { type: "string" } },
+    required: ["task_id"],
+  }) as const;
 
 export interface TaskToolOptions {
   store: TaskStore;
@@ -127,37 +126,6 @@ export function tasksSection() {
   };
 }
 
-/** The input check of every task tool: an object, and for some no keys but `allowed`. */
-function fields(
-  tool: string,
-  input: unknown,
-  allowed: string[] | null = null,
-): Parsed<Record<string, unknown>> {
-  const object = asObject(input);
-  if (!object) return invalidInput(tool, "input must be an object");
-  const extra = allowed ? Object.keys(object).find((key) => !allowed.includes(key)) : undefined;
-  if (allowed && extra !== undefined) {
-    const hint = tool === "create_task" ? "; add dependencies afterwards with update_task" : "";
-    return invalidInput(
-      tool,
-      `unknown property '${extra}' (${tool} takes ${allowed.join(", ")}${hint})`,
-    );
-  }
-  return { ok: true, value: object };
-}
-
-function taskIdOf(tool: string, input: Record<string, unknown>): Parsed<{ task_id: string }> {
-  if (input.task_id === undefined) return invalidInput(tool, "task_id is required");
-  if (typeof input.task_id !== "string") return invalidInput(tool, "task_id must be a string");
-  return { ok: true, value: { task_id: input.task_id } };
-}
-
-/** The input of get_task, claim_task and complete_task: one task_id (checked when run). */
-function taskIdInput(tool: string, input: unknown): Parsed<{ task_id: string }> {
-  const object = fields(tool, input);
-  return object.ok ? taskIdOf(tool, object.value) : object;
-}
-
 /** A refusal from the store (or the file system) becomes an is_error result, never a throw. */
 async function guarded(work: () => Promise<ToolOutput>): Promise<ToolOutput> {
   try {
@@ -196,50 +164,29 @@ function buildTaskTools(options: TaskToolOptions) {
   const say = (context: ToolContext, text: string, tone: Tone) =>
     options.emit({ type: "notice", scope: context.scope, text: `  ${text}`, tone });
 
-  const createTask: ToolDefinition<{ subject: string; description?: string; priority?: unknown }> =
-    {
-      name: "create_task",
-      aliases: [],
-      description: "Create a task (priority 0-10, 5 default) and return its runtime-generated ID.",
-      input_schema: {
-        type: "object",
-        properties: {
-          subject: { type: "string" },
-          description: { type: "string" },
-          priority: { type: "integer", minimum: 0, maximum: 10 },
-        },
-        required: ["subject"],
-        additionalProperties: false,
+  const createTask = defineTool({
+    name: "create_task",
+    aliases: [],
+    description: "Create a task (priority 0-10, 5 default) and return its runtime-generated ID.",
+    input_schema: {
+      type: "object",
+      properties: {
+        subject: { type: "string" },
+        description: { type: "string" },
+        priority: { type: "integer", minimum: 0, maximum: 10 },
       },
-      parse(input) {
-        const parsed = fields("create_task", input, ["subject", "description", "priority"]);
-        if (!parsed.ok) return parsed;
-        const object = parsed.value;
-        if (object.subject === undefined) return invalidInput("create_task", "subject is required");
-        if (typeof object.subject !== "string") {
-          return invalidInput("create_task", "subject must be a string");
-        }
-        if (object.description !== undefined && typeof object.description !== "string") {
-          return invalidInput("create_task", "description must be a string");
-        }
-        return {
-          ok: true,
-          value: {
-            subject: object.subject,
-            ...(object.description === undefined ? {} : { description: object.description }),
-            ...(object.priority === undefined ? {} : { priority: object.priority }),
-          },
-        };
-      },
-      run: (input, context) =>
-        guarded(async () => {
-          const task = await store.create(input);
-          say(context, `[create] ${task.subject}`, "info");
-          return { content: `Created ${task.id}: ${task.subject} (p${task.priority})` };
-        }),
-    };
+      required: ["subject"],
+      additionalProperties: false,
+    },
+    run: (input, context) =>
+      guarded(async () => {
+        const task = await store.create(input);
+        say(context, `[create] ${task.subject}`, "info");
+        return { content: `Created ${task.id}: ${task.subject} (p${task.priority})` };
+      }),
+  });
 
-  const updateTask: ToolDefinition<{ task_id: string; addBlockedBy: unknown }> = {
+  const updateTask = defineTool({
     name: "update_task",
     aliases: [],
     description: "Add dependencies using IDs returned by create_task.",
@@ -252,17 +199,6 @@ function buildTaskTools(options: TaskToolOptions) {
       required: ["task_id", "addBlockedBy"],
       additionalProperties: false,
     },
-    parse(input) {
-      const parsed = fields("update_task", input, ["task_id", "addBlockedBy"]);
-      if (!parsed.ok) return parsed;
-      const object = parsed.value;
-      const id = taskIdOf("update_task", object);
-      if (!id.ok) return id;
-      if (object.addBlockedBy === undefined) {
-        return invalidInput("update_task", "addBlockedBy is required");
-      }
-      return { ok: true, value: { task_id: id.value.task_id, addBlockedBy: object.addBlockedBy } };
-    },
     run: (input, context) =>
       guarded(async () => {
         const { task } = await store.addDependencies(input.task_id, input.addBlockedBy);
@@ -270,33 +206,30 @@ function buildTaskTools(options: TaskToolOptions) {
         say(context, `[update] ${task.subject} blockedBy: ${edges}`, "info");
         return { content: `Updated ${task.id} blockedBy: ${edges}` };
       }),
-  };
+  });
 
-  const listTasks: ToolDefinition<Record<string, never>> = {
+  const listTasks = defineTool({
     name: "list_tasks",
     aliases: [],
     description: "List tasks with status, owner, and dependencies.",
     input_schema: { type: "object", properties: {} },
-    parse: () => ({ ok: true, value: {} }),
     run: () => guarded(async () => ({ content: renderTaskList(store) })),
-  };
+  });
 
-  const getTask: ToolDefinition<{ task_id: string }> = {
+  const getTask = defineTool({
     name: "get_task",
     aliases: [],
     description: "Get a task by ID.",
     input_schema: taskIdSchema(),
-    parse: (input) => taskIdInput("get_task", input),
     run: ({ task_id }) =>
       guarded(async () => ({ content: JSON.stringify(store.load(task_id), null, 2) })),
-  };
+  });
 
-  const claimTask: ToolDefinition<{ task_id: string }> = {
+  const claimTask = defineTool({
     name: "claim_task",
     aliases: [],
     description: "Claim a pending task whose dependencies are complete.",
     input_schema: taskIdSchema(),
-    parse: (input) => taskIdInput("claim_task", input),
     run: ({ task_id }, context) =>
       guarded(async () => {
         const owner = ownerOf(context);
@@ -313,14 +246,13 @@ function buildTaskTools(options: TaskToolOptions) {
         say(context, `[claim] ${task.subject} -> in_progress (owner: ${owner})`, "accent");
         return { content: `Claimed ${task.id} (${task.subject})` };
       }),
-  };
+  });
 
-  const completeTask: ToolDefinition<{ task_id: string }> = {
+  const completeTask = defineTool({
     name: "complete_task",
     aliases: [],
     description: "Complete the task claimed by this agent.",
     input_schema: taskIdSchema(),
-    parse: (input) => taskIdInput("complete_task", input),
     run: ({ task_id }, context) =>
       guarded(async () => {
         const owner = ownerOf(context);
@@ -336,7 +268,7 @@ function buildTaskTools(options: TaskToolOptions) {
         }
         return { content };
       }),
-  };
+  });
 
   return { createTask, updateTask, listTasks, getTask, claimTask, completeTask };
 }

@@ -1,11 +1,11 @@
 /**
  * What a workflow is (s16), and every rule of a run that needs no disk and no model: the
  * limits, the script interface and the bundled registry, the meta check, run ids, agent
- * keys and canonical JSON, the schema check, the JSON a reply holds, the token budget, the
+ * keys and canonical JSON, the output check, the JSON a reply holds, the token budget, the
  * semaphore and the drain of `parallel` and `pipeline`.
  */
 import { createHash } from "node:crypto";
-import { asObject } from "shared";
+import { asObject, check, type JsonSchema, type Parsed } from "shared";
 import { reviewChanges } from "./workflows/review-changes.ts";
 
 /** Agent calls one run may execute (replays from the journal do not count). */
@@ -30,14 +30,6 @@ export class WorkflowInputError extends Error {}
 
 // ---------------------------------------------------------------------------------------
 // What a workflow is
-
-export interface JsonSchema {
-  type?: "object" | "array" | "string" | "boolean" | "number" | "integer";
-  enum?: unknown[];
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  items?: JsonSchema;
-}
 
 export interface WorkflowMeta {
   name: string;
@@ -138,43 +130,13 @@ export function defaultLabel(prompt: string): string {
 // ---------------------------------------------------------------------------------------
 // Structured output
 
-/** Null when `value` fits `schema`, else what is wrong and where (`findings: [0]: …`). */
-export function validateJson(value: unknown, schema: JsonSchema | undefined): string | null {
-  if (!schema) return null;
-  if (schema.enum && !schema.enum.some((option) => option === value))
-    return `expected one of ${JSON.stringify(schema.enum)}`;
-  switch (schema.type) {
-    case "object": {
-      const object = asObject(value);
-      if (!object) return "expected object";
-      for (const key of schema.required ?? [])
-        if (!(key in object)) return `missing required key '${key}'`;
-      for (const [key, inner] of Object.entries(schema.properties ?? {})) {
-        if (!(key in object)) continue;
-        const problem = validateJson(object[key], inner);
-        if (problem) return `${key}: ${problem}`;
-      }
-      return null;
-    }
-    case "array": {
-      if (!Array.isArray(value)) return "expected array";
-      for (const [index, item] of value.entries()) {
-        const problem = validateJson(item, schema.items);
-        if (problem) return `[${index}]: ${problem}`;
-      }
-      return null;
-    }
-    case "string":
-      return typeof value === "string" ? null : "expected string";
-    case "boolean":
-      return typeof value === "boolean" ? null : "expected boolean";
-    case "number":
-      return typeof value === "number" && Number.isFinite(value) ? null : "expected number";
-    case "integer":
-      return Number.isInteger(value) ? null : "expected integer";
-    default:
-      return null;
-  }
+/**
+ * An agent's output checked against the schema its call gave: the value (defaults filled
+ * in), or what is wrong and where (`findings[0].severity must be one of …`). It is the check
+ * every tool's input passes.
+ */
+export function checkOutput(value: unknown, schema: JsonSchema | undefined): Parsed<unknown> {
+  return schema ? check(schema, value, { root: "output" }) : { ok: true, value };
 }
 
 // ---------------------------------------------------------------------------------------

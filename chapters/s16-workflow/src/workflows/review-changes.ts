@@ -8,7 +8,8 @@
  *           ──> audit:performance ──> verify each finding ─┤
  *           ──> audit:style       ──> verify each finding ─┘
  */
-import type { JsonSchema, Primitives, WorkflowScript } from "../workflow-core.ts";
+import type { JsonSchema } from "shared";
+import type { Primitives, WorkflowScript } from "../workflow-core.ts";
 
 export const DIMENSIONS = ["correctness", "security", "performance", "style"] as const;
 const SEVERITIES = ["high", "medium", "low"];
