@@ -4,7 +4,8 @@
  *   course diff <a> <b> [--all]     what chapter b adds on top of chapter a
  *   course stats                    Markdown table of every chapter's delta
  *   course sync <file> --from <sNN> carry an edit forward to later chapters
- *   course check                    layout, drift, the shape of each chapter, README excerpts
+ *   course check [--no-demos]       layout, drift, the shape of each chapter, README excerpts,
+ *                                   the README rules and transcripts (scripts/readme-check.ts)
  *   course log <api.jsonl> [--request N]
  *                                   rebuild the requests a session log recorded
  *   course site [--out DIR] [--serve] [--port N]
@@ -21,6 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { readRequests } from "shared";
+import { checkReadmes, checkTranscripts } from "./readme-check.ts";
 
 // ---------------------------------------------------------------------------
 // Errors, colour, output
@@ -1028,9 +1030,11 @@ Commands:
                           carry an edit of <file> (relative to the chapter folder,
                           e.g. src/bash.ts) made in sNN forward to later chapters
                           that still hold the old version (old = git HEAD, or --old)
-  check                   verify chapter layout, package.json, READMEs, drift, the
+  check [--no-demos]      verify chapter layout, package.json, READMEs, drift, the
                           shape of each chapter (chapters/edits.json), README excerpts
-                          and README links (previous/next chapter, relative files)
+                          and README links (previous/next chapter, relative files), the
+                          README rules (scripts/readme-check.ts) and each "Run it"
+                          transcript against the demo it shows (--no-demos skips those)
   log <api.jsonl> [--request <n>]
                           rebuild the requests a session log recorded: one line each,
                           or request n (1-based) in full as JSON
@@ -1054,6 +1058,7 @@ const OPTIONS = {
   out: { type: "string" },
   serve: { type: "boolean" },
   port: { type: "string" },
+  "no-demos": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -1061,7 +1066,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   diff: ["root", "all"],
   stats: ["root"],
   sync: ["root", "from", "old", "dry-run"],
-  check: ["root"],
+  check: ["root", "no-demos"],
   log: ["request"],
   site: ["root", "out", "serve", "port"],
 };
@@ -1139,18 +1144,8 @@ export function main(argv: readonly string[], io: Io = processIo()): number | Pr
         return 0;
       case "site":
         return siteCommand(root, values, io);
-      default: {
-        const problems = checkCourse(root);
-        const count = listChapters(root).length;
-        for (const problem of problems) io.write(`${red(io.color, problem)}\n`);
-        if (problems.length === 0) {
-          io.write(`course check: ${count} chapters OK\n`);
-          return 0;
-        }
-        const noun = problems.length === 1 ? "problem" : "problems";
-        io.write(`course check: ${problems.length} ${noun} in ${count} chapters\n`);
-        return 1;
-      }
+      default:
+        return checkCommand(root, values["no-demos"] === true, io);
     }
   } catch (err) {
     if (err instanceof CourseError) {
@@ -1159,6 +1154,24 @@ export function main(argv: readonly string[], io: Io = processIo()): number | Pr
     }
     throw err;
   }
+}
+
+/**
+ * `course check`: the course's own rules, the README rules, and (unless `noDemos`) every
+ * chapter's "Run it" transcript against its demo; one line per problem.
+ */
+async function checkCommand(root: string, noDemos: boolean, io: Io): Promise<number> {
+  const problems = [...checkCourse(root), ...checkReadmes(root)];
+  if (!noDemos) problems.push(...(await checkTranscripts(root)));
+  const count = listChapters(root).length;
+  for (const problem of problems) io.write(`${red(io.color, problem)}\n`);
+  if (problems.length === 0) {
+    io.write(`course check: ${count} chapters OK\n`);
+    return 0;
+  }
+  const noun = problems.length === 1 ? "problem" : "problems";
+  io.write(`course check: ${problems.length} ${noun} in ${count} chapters\n`);
+  return 1;
 }
 
 /** `course site`: build, then (with --serve) keep serving until the process is stopped. */

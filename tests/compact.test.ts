@@ -1453,7 +1453,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
       });
 
       edge(
-        "the compact tool passes PreToolUse hooks: a deny rule blocks it and nothing is summarised",
+        "the compact tool passes the permission gates: a deny rule blocks it and nothing is summarised",
         async () => {
           const run = await runChapter(chapter, {
             prompts: ["tidy"],

@@ -58,9 +58,60 @@ function navLine(readme: string, prev?: string, next?: string): string {
 }
 
 /**
+ * A chapter README with every section the README rules ask for, in order (the `course check`
+ * fixtures check the other rules on it): `body` replaces the text of a section by heading.
+ */
+function shapedReadme(
+  readme: "README.md" | "README.ja.md",
+  folder: string,
+  prev?: string,
+  next?: string,
+  body: Record<string, string> = {},
+): string {
+  const id = folder.slice(0, 3);
+  const ja = readme === "README.ja.md";
+  const changed = ja
+    ? prev
+      ? `${prev.slice(0, 3)} からの変更点`
+      : "変更点：すべて新規"
+    : prev
+      ? `What changed from ${prev.slice(0, 3)}`
+      : "What changed: everything is new";
+  const sections: Array<[string, string]> = [
+    [ja ? "解決したい問題" : "The problem", "P."],
+    [ja ? "考え方" : "The idea", "I."],
+    [
+      ja ? "動かしてみる" : "Run it",
+      `\`\`\`sh\npnpm --silent --filter ${id} demo\n\`\`\`\n\n\`\`\`text\ndemo\n\`\`\``,
+    ],
+    [ja ? "仕組み" : "How it works", "### 1. One step\n\nS."],
+    [changed, "N."],
+    [
+      ja ? "本物の Claude Code では" : "Claude Code for real",
+      ja ? "2026 年 12 月時点のドキュメントでは C。" : "As of December 2026, C.",
+    ],
+    [ja ? "試してみる" : "Try it", "T."],
+    [
+      ja ? "テストで固定している挙動" : "What the tests pin",
+      Array.from({ length: 5 }, (_, i) => `- b${i} → tests/b.test.ts`).join("\n"),
+    ],
+    [ja ? "エッジケース" : "Edge cases", "E."],
+    [ja ? "次の章" : "What's next", "W."],
+  ];
+  return [
+    `# ${id}${ja ? " (ja)" : ""}`,
+    "",
+    navLine(readme, prev, next),
+    ...sections.flatMap(([heading, text]) => ["", `## ${heading}`, "", body[heading] ?? text]),
+    "",
+  ].join("\n");
+}
+
+/**
  * Build `<tmp>/chapters/<folder>/<file>` for every folder; returns the root. A README
- * that is still chapterFiles' one-line default gets its navigation line (unless `nav` is
- * false: the diff tests count every line).
+ * that is still chapterFiles' one-line default becomes a README with every section the
+ * README rules ask for and its navigation line (unless `nav` is false: the diff tests count
+ * every line, and leave it as it is).
  */
 function makeCourse(chapters: Record<string, Files>, nav = true): string {
   const root = fs.mkdtempSync(path.join(TEST_TEMP, "course-test-"));
@@ -71,7 +122,7 @@ function makeCourse(chapters: Record<string, Files>, nav = true): string {
     for (const [rel, text] of Object.entries(files)) {
       const isDefault = nav && /^README(\.ja)?\.md$/.test(rel) && /^# [^\n]*\n$/.test(text);
       const body = isDefault
-        ? `${text}\n${navLine(rel, folders[at - 1], folders[at + 1])}\n`
+        ? shapedReadme(rel as "README.md", folder, folders[at - 1], folders[at + 1])
         : text;
       write(root, `chapters/${folder}/${rel}`, body);
     }
@@ -103,6 +154,14 @@ function run(args: string[], color = false): { code: number; out: string; err: s
     color,
   }) as number;
   return { code, out, err };
+}
+
+/** `course check` (it answers with a promise): without the demos unless `demos`. */
+async function check(root: string, demos = false): Promise<{ code: number; out: string }> {
+  let out = "";
+  const args = ["check", "--root", root, ...(demos ? [] : ["--no-demos"])];
+  const code = await main(args, { write: (text) => (out += text), error: () => {}, color: false });
+  return { code, out };
 }
 
 const numbered = (n: number, from = 1) =>
@@ -447,21 +506,17 @@ describe("check", () => {
     "s03-bash": chapterFiles("s03", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
   });
 
-  it("passes on a clean course", () => {
+  it("passes on a clean course", async () => {
     const root = makeCourse(clean());
     expect(checkCourse(root)).toEqual([]);
-    expect(run(["check", "--root", root])).toEqual({
-      code: 0,
-      out: "course check: 3 chapters OK\n",
-      err: "",
-    });
+    expect(await check(root)).toEqual({ code: 0, out: "course check: 3 chapters OK\n" });
   });
 
-  it("flags drift: identical in N-1 and N+1 but different in N", () => {
+  it("flags drift: identical in N-1 and N+1 but different in N", async () => {
     const chapters = clean();
     chapters["s02-tools"] = { ...chapters["s02-tools"], "src/loop.ts": "loop v1 with a fix\n" };
     const root = makeCourse(chapters);
-    const { code, out } = run(["check", "--root", root]);
+    const { code, out } = await check(root);
     expect(code).toBe(1);
     expect(out).toBe(
       "drift: chapters/s02-tools/src/loop.ts differs from both s01 and s03, which are identical — carry the fix forward with course sync\n" +
@@ -476,51 +531,243 @@ describe("check", () => {
     expect(checkCourse(makeCourse(chapters))).toEqual([]);
   });
 
-  it("flags a missing README.ja.md", () => {
+  it("flags a missing README.ja.md", async () => {
     const chapters = clean();
     const { "README.ja.md": _dropped, ...rest } = chapters["s02-tools"] ?? {};
     chapters["s02-tools"] = rest;
-    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    const { code, out } = await check(makeCourse(chapters));
     expect(code).toBe(1);
     expect(out).toContain("chapters/s02-tools/README.ja.md: missing\n");
   });
 
-  it("flags a wrong package name", () => {
+  it("flags a wrong package name", async () => {
     const chapters = clean();
     chapters["s03-bash"] = chapterFiles("s02", {
       "src/loop.ts": "loop v1\n",
       "src/tools.ts": "tools\n",
     });
-    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    const { code, out } = await check(makeCourse(chapters));
     expect(code).toBe(1);
     expect(out).toContain('chapters/s03-bash/package.json: name is "s02", expected "s03"\n');
   });
 
-  it("flags a missing demo script", () => {
+  it("flags a missing demo script", async () => {
     const chapters = clean();
     chapters["s01-loop"] = {
       ...chapters["s01-loop"],
       "package.json": JSON.stringify({ name: "s01", scripts: { start: "tsx src/main.ts" } }),
     };
-    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    const { code, out } = await check(makeCourse(chapters));
     expect(code).toBe(1);
     expect(out).toContain('chapters/s01-loop/package.json: missing script "demo"\n');
     expect(out).not.toContain('"start"');
   });
 
-  it("flags non-contiguous numbering", () => {
+  it("flags non-contiguous numbering", async () => {
     const { "s03-bash": _renamed, ...chapters } = clean();
     chapters["s04-bash"] = chapterFiles("s04", {
       "src/loop.ts": "loop v1\n",
       "src/tools.ts": "tools\n",
     });
-    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    const { code, out } = await check(makeCourse(chapters));
     expect(code).toBe(1);
     expect(out).toContain(
       "chapters/s04-bash: numbering must run from s01 without gaps — expected s03 after s02-tools\n",
     );
     expect(out).toContain("course check: 1 problem in 3 chapters\n");
   });
+});
+
+// The README rules (scripts/readme-check.ts), each on a fixture course that breaks it once.
+describe("check: the README rules", () => {
+  const folders = ["s01-loop", "s02-tools", "s03-bash"];
+  const clean = (): Record<string, Files> => ({
+    "s01-loop": chapterFiles("s01", { "src/loop.ts": "loop v1\n" }),
+    "s02-tools": chapterFiles("s02", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
+    "s03-bash": chapterFiles("s03", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
+  });
+  /** s02's README in `readme`, its sections' text replaced by `body`. */
+  const withS02 = (
+    body: Record<string, string>,
+    readme: "README.md" | "README.ja.md" = "README.md",
+  ) => {
+    const chapters = clean();
+    chapters["s02-tools"] = {
+      ...chapters["s02-tools"],
+      [readme]: shapedReadme(readme, folders[1]!, folders[0], folders[2], body),
+    };
+    return chapters;
+  };
+  /** What check says, but the page lengths (one language edited alone may change them). */
+  const problems = async (chapters: Record<string, Files>, demos = false) =>
+    (await check(makeCourse(chapters), demos)).out
+      .split("\n")
+      .filter((l) => l && !l.startsWith("course check:") && !l.startsWith("length:"));
+
+  it("fails on a missing section, one out of order, and one it does not know", async () => {
+    const chapters = clean();
+    const en = shapedReadme("README.md", folders[1]!, folders[0], folders[2]);
+    chapters["s02-tools"] = {
+      ...chapters["s02-tools"],
+      "README.md": en.replace("## Edge cases", "## Prompts to try"),
+      "README.ja.md": shapedReadme("README.ja.md", folders[1]!, folders[0], folders[2])
+        .replace("## 考え方", "## (idea)")
+        .replace("## 動かしてみる", "## 考え方")
+        .replace("## (idea)", "## 動かしてみる"),
+    };
+    const found = await problems(chapters);
+    expect(found).toHaveLength(2);
+    expect(found[0]).toMatch(
+      /^shape: chapters\/s02-tools\/README\.md: sections must be "## The problem", .* \(missing "Edge cases"; not expected "Prompts to try"\)$/,
+    );
+    expect(found[1]).toMatch(/^shape: chapters\/s02-tools\/README\.ja\.md: .* \(out of order\)$/);
+    // The first chapter's "What changed" says everything is new; a later one names its predecessor.
+    expect(found[0]).toContain('"## What changed from s01"');
+  });
+
+  it("counts the steps of How it works and the bullets of What the tests pin", async () => {
+    const steps = Array.from({ length: 9 }, (_, i) => `### ${i + 1}. Step\n\nS.`).join("\n\n");
+    const bullets = (n: number) =>
+      Array.from({ length: n }, (_, i) => `- b${i} → t.test.ts`).join("\n");
+    expect(await problems(withS02({ "How it works": steps }))).toEqual([
+      'shape: chapters/s02-tools/README.md:23 "How it works" has 9 steps; at most 8',
+    ]);
+    const bold = Array.from({ length: 8 }, (_, i) => `**${i + 1}. Step.** S.`).join("\n\n");
+    expect(await problems(withS02({ "How it works": bold }))).toEqual([]);
+    for (const n of [4, 9]) {
+      expect(await problems(withS02({ "What the tests pin": bullets(n) }))).toEqual([
+        expect.stringMatching(new RegExp(`"What the tests pin" has ${n} bullets; 5 to 8`)),
+      ]);
+    }
+  });
+
+  it("asks Claude Code for real to say when the docs were read, in each language", async () => {
+    expect(await problems(withS02({ "Claude Code for real": "Claude Code does C." }))).toEqual([
+      expect.stringMatching(/README\.md:\d+ "Claude Code for real" says when the docs were read/),
+    ]);
+    expect(await problems(withS02({ "Claude Code for real": "As of 2026-12, C." }))).toEqual([]);
+    expect(
+      await problems(
+        withS02({ "本物の Claude Code では": "ドキュメントでは C。" }, "README.ja.md"),
+      ),
+    ).toEqual([expect.stringMatching(/README\.ja\.md:\d+ "本物の Claude Code では" says when/)]);
+  });
+
+  it("fails on a TypeScript block that names no file, not on other blocks", async () => {
+    const body = "```ts\nconst a = 1;\n```\n\n```json\n{}\n```\n\n```ts src/loop.ts\nloop v1\n```";
+    expect(await problems(withS02({ "How it works": `### 1. Step\n\n${body}` }))).toEqual([
+      "label: chapters/s02-tools/README.md:27 a TypeScript block names no file (```ts src/<file>.ts, quoted verbatim)",
+    ]);
+  });
+
+  it("fails when What changed names a file the diff does not show changed", async () => {
+    const changed = "- `src/tools.ts` is new.\n- `loop.ts` is the same.\n- `tools.ts` again.";
+    expect(await problems(withS02({ "What changed from s01": changed }))).toEqual([
+      "changed: chapters/s02-tools/README.md:32 names loop.ts, which `course diff s01 s02` does not show changed",
+    ]);
+  });
+
+  it("fails on a citation the repository does not hold: a spec section, spec test IDs, a commit", async () => {
+    const text = [
+      "As §0.4 says.",
+      "Tests R1–R17 pin it.",
+      "See `git diff 49df465 -- src`.",
+      "A task `task_0000beef` and a hex run inside a word are fine: x49df465y.",
+    ].join("\n");
+    const found = await problems(withS02({ "The problem": text }));
+    expect(found).toEqual([
+      expect.stringMatching(
+        /^citation: chapters\/s02-tools\/README\.md:7 cites a spec section \("§0"\)/,
+      ),
+      expect.stringMatching(/README\.md:8 cites spec test IDs \("R1–R17"\)/),
+      expect.stringMatching(/README\.md:9 cites a commit hash \("49df465"\)/),
+    ]);
+  });
+
+  it("flags a variant the Japanese glossary rules out, outside code only, with the word to use", async () => {
+    const chapters = withS02(
+      { 考え方: "仕組みの約束事です。`約束事` はコードの中なので数えません。" },
+      "README.ja.md",
+    );
+    const root = makeCourse(chapters);
+    write(
+      root,
+      "docs/glossary.ja.md",
+      "| 英語 | 使う言葉 | 使わない言い方 | 補足 |\n|---|---|---|---|\n| contract | 契約 | 約束事、決まりごと | |\n",
+    );
+    write(root, "docs/notes.ja.md", "# メモ\n\n決まりごとの話。\n");
+    expect((await check(root)).out.split("\n").slice(0, -2)).toEqual([
+      "glossary: chapters/s02-tools/README.ja.md:11 says 「約束事」; docs/glossary.ja.md says 「契約」",
+      "glossary: docs/notes.ja.md:3 says 「決まりごと」; docs/glossary.ja.md says 「契約」",
+    ]);
+  });
+
+  it("fails on a stats table that is not what course stats prints, and on pages too long", async () => {
+    const root = makeCourse(clean());
+    const table = formatStatsTable(computeStats(root));
+    write(root, "README.md", `# Course\n\n${table}`);
+    write(root, "README.ja.md", "# コース\n");
+    expect((await check(root)).code).toBe(0);
+    write(root, "README.md", `# Course\n\n${table.replace(/\|\s+1 \|/, "| 9 |")}`);
+    write(root, "README.ja.md", `# コース\n${"\n".repeat(20)}`);
+    expect((await check(root)).out.split("\n").slice(0, -2)).toEqual([
+      "stats: README.md:3 the table is not what `pnpm course stats` prints now — paste it again",
+      "length: README.ja.md has 21 lines, more than README.md's 7; no longer than the English page",
+    ]);
+    write(root, "README.md", `# Course\n${"line\n".repeat(150)}`);
+    write(
+      root,
+      "chapters/s02-tools/README.md",
+      shapedReadme("README.md", folders[1]!, folders[0], folders[2], {
+        "Edge cases": "- e\n".repeat(380),
+      }),
+    );
+    expect((await check(root)).out.split("\n").slice(0, -2)).toEqual([
+      "length: chapters/s02-tools/README.md has 435 lines; at most 400",
+      "length: README.md has 151 lines; at most 150",
+    ]);
+  });
+
+  it("runs each demo: Run it must show its command and what it prints (elisions allowed)", async () => {
+    // One chapter: each check runs every chapter's demo as a process.
+    const chapters: Record<string, Files> = { "s01-loop": clean()["s01-loop"] ?? {} };
+    chapters["s01-loop"] = {
+      ...chapters["s01-loop"],
+      "src/demo.ts":
+        'console.log("demo on http://127.0.0.1:" + (40000 + Math.floor(Math.random() * 999)));\n' +
+        'console.log("workspace /tmp/harness-demo-s01-" + Math.random().toString(36).slice(2, 8));\n' +
+        'console.log("took " + (Math.random() * 3).toFixed(1) + " s");\n' +
+        'console.log("[usage] in " + (1000 + Math.floor(Math.random() * 9)) + " / out 7 tokens");\n' +
+        'console.log("done");\n',
+    };
+    const run = (transcript: string, command = "pnpm --silent --filter s01 demo") => {
+      const copy = { ...chapters };
+      copy["s01-loop"] = {
+        ...copy["s01-loop"],
+        "README.md": shapedReadme("README.md", folders[0]!, undefined, undefined, {
+          "Run it": `\`\`\`sh\n${command}\n\`\`\`\n\n\`\`\`text\n${transcript}\n\`\`\``,
+        }),
+      };
+      return problems(copy, true);
+    };
+    const printed =
+      "demo on http://127.0.0.1:41234\nworkspace /tmp/harness-demo-s01-…\ntook 0.5 s\n[usage] in 1234 / out 7 tokens";
+    expect(await run(printed)).toEqual([
+      // The Japanese page still shows s01's default transcript, "demo", which is not printed.
+      expect.stringMatching(
+        /^transcript: chapters\/s01-loop\/README\.ja\.md:\d+ is not what the demo prints \(from "demo"\)/,
+      ),
+    ]);
+    expect(await run("demo on http://127.0.0.1:1\n…\ndone")).toHaveLength(1);
+    expect(await run("done\n…\ndemo on http://127.0.0.1:1")).toEqual([
+      expect.stringMatching(/README\.md:\d+ is not what the demo prints \(from "demo on http:/),
+      expect.anything(),
+    ]);
+    expect(await run("done", "pnpm --silent --filter s01 start")).toEqual([
+      expect.stringMatching(/README\.md:\d+ "Run it" shows no `pnpm --silent --filter s01 demo`/),
+      expect.anything(),
+    ]);
+  }, 20000);
 });
 
 // The list rule on the course itself: what lets a suite skip the chapters in between
@@ -629,10 +876,10 @@ describe("check: the shape of a chapter (from s05 on)", () => {
     expect(checkCourse(makeCourse(chapters))).toEqual([]);
   });
 
-  it("fails when a later chapter edits an earlier mechanism's file", () => {
+  it("fails when a later chapter edits an earlier mechanism's file", async () => {
     const chapters = course();
     edit(chapters, "s06-task", "src/hooks.ts", "hooks v1, patched for tasks\n");
-    const { code, out } = run(["check", "--root", makeCourse(chapters)]);
+    const { code, out } = await check(makeCourse(chapters));
     expect(code).toBe(1);
     expect(out).toContain(
       "shape: chapters/s06-task/src/hooks.ts edits s05's copy of an earlier mechanism's file",

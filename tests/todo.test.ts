@@ -214,7 +214,7 @@ describe.each(carried(chaptersFrom("s05"), MODULE_CHAPTERS, TODO))("$id todo", (
     });
 
     edge(
-      "resets when todo_write runs, even with an error, but not when its input is refused or a hook blocks it",
+      "resets when todo_write runs, even with an error, but not when its input is refused or a deny rule blocks it",
       async () => {
         const todoCall = (todos: unknown) => ({ reply: reply(toolUse("todo_write", { todos })) });
         const bash = { reply: reply(toolUse("bash", { command: "echo x" })) };

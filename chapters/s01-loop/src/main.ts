@@ -11,7 +11,7 @@
  *          pnpm --filter s01 demo
  * New here: everything — the loop (loop.ts), bash (bash.ts), the block list (guard.ts), the
  * REPL (repl.ts), the system prompt (prompt.ts), and the mechanism contract
- * (mechanism.ts) with the harness that joins mechanisms (harness.ts). `shared` supplies
+ * (contract.ts) with the harness that joins mechanisms (harness.ts). `shared` supplies
  * configuration, the client, the line reader, printing and the session log.
  *
  * This file is configuration plus the ordered list of the chapter's mechanisms; each later

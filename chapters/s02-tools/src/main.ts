@@ -7,7 +7,7 @@
  *                                                         ├─ edit_file   tools.ts
  *                                                         ├─ glob        tools.ts
  *                                                         └─ (missing) ─> "Error: Unknown tool …"
- *   each call: parse(input) ─> guard (block list; paths must stay in WORKDIR) ─> run
+ *   each call: checkInput ─> guard (block list; paths must stay in WORKDIR) ─> run
  *
  * Run it:  pnpm --filter s02 start    (no key configured: the offline demo runs)
  *          pnpm --filter s02 demo

@@ -14,8 +14,8 @@
  * New here: teams.ts (the mechanism, the event source), team-runtime.ts, team-claims.ts,
  * team-messages.ts and team-tools.ts (the runtime, its claims and messages, the tools),
  * mailbox.ts, protocols.ts, worktrees.ts, one line in the list below; tasks.ts and
- * tasks-store.ts gain owner-scoped claims and a task's worktree. The REPL and the loop are
- * unchanged.
+ * tasks-store.ts gain owner-scoped claims and a task's worktree, and the loop asks for a
+ * teammate's working directory before every tool call (chapters/edits.json says why).
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";

@@ -48,7 +48,7 @@ export interface HookContext {
   signal: AbortSignal;
   /**
    * Reports what the hook did: `[hook] <Event>(<hook>): <text>` on the terminal when the
-   * bus shows passes (s04), and in the session log always.
+   * bus shows passes (s04), else as a `hook` record in the session log.
    */
   print(text: string, tone?: Tone): void;
 }
