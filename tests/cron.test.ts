@@ -254,6 +254,52 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
         ];
         for (const [expr, error] of cases) expect(parse.cronError(expr), expr).toBe(error);
       });
+
+      it("refuses a range or a step with anything but numbers and names, and a day-of-month range from 0", () => {
+        const cases: Array<[string, string]> = [
+          ["x-5 * * * *", "minute: Invalid range: x-5"],
+          ["0-x * * * *", "minute: Invalid range: 0-x"],
+          ["*/5x * * * *", "minute: Invalid step: */5x"],
+          ["*/-1 * * * *", "minute: Invalid step: */-1"],
+          ["1-5/0 * * * *", "minute: Invalid step: 1-5/0"],
+          ["* * 0-5 * *", "day-of-month: Range 0-5 is outside [1-31]"],
+          ["* * 1-32 * *", "day-of-month: Range 1-32 is outside [1-31]"],
+          ["* */25 * * *", "hour: Invalid step: */25"],
+          ["* * */32 * *", "day-of-month: Invalid step: */32"],
+          ["* * * */13 *", "month: Invalid step: */13"],
+          ["* * * * */8", "day-of-week: Invalid step: */8"],
+          ["* * * 0 *", "month: Value 0 is outside [1-12]"],
+          ["* * * * 1,", "day-of-week: Invalid field: 1,"],
+        ];
+        for (const [expr, error] of cases) expect(parse.cronError(expr), expr).toBe(error);
+      });
+
+      it("takes the step edges of every field and every month and day name", () => {
+        for (const valid of [
+          "*/1 * * * *",
+          "*/60 * * * *",
+          "* */24 * * *",
+          "* * */31 * *",
+          "* * * */12 *",
+          "* * * * */7",
+          "59 23 31 12 7",
+          "0 0 1 1 0",
+        ]) {
+          expect(parse.cronError(valid), valid).toBeNull();
+        }
+        expect(parse.validateCron("0 0 * jan,FEB,Mar,apr,MAY,jun,JUL,aug,SEP,oct,NOV,dec *")).toBe(
+          "0 0 * 1,2,3,4,5,6,7,8,9,10,11,12 *",
+        );
+        expect(parse.validateCron("0 0 * * sun,MON,tue,WED,thu,FRI,sat")).toBe(
+          "0 0 * * 0,1,2,3,4,5,6",
+        );
+        expect(parse.validateCron("0 0 * APR-NOV/3 TUE-THU")).toBe("0 0 * 4-11/3 2-4");
+        // 2026-03-03 is a Tuesday, 03-05 a Thursday, 03-06 a Friday.
+        expect(matches("0 9 * * TUE-THU", "2026-03-05T09:00")).toBe(true);
+        expect(matches("0 9 * * TUE-THU", "2026-03-06T09:00")).toBe(false);
+        expect(matches("0 9 1 APR-NOV *", "2026-11-01T09:00")).toBe(true);
+        expect(matches("0 9 1 APR-NOV *", "2026-12-01T09:00")).toBe(false);
+      });
     });
 
     // -------------------------------------------------------------------------------------

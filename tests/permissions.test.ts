@@ -240,6 +240,114 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
         });
       });
 
+      // Every way a command word can hide from the gates that the reader (shell-parse.ts)
+      // sees through: redirections with no command, other shells, reserved words, wrapper
+      // options, relative paths, comments, quotes, eval, continuations.
+      describe("the command reader: where a command can hide", () => {
+        it.each([
+          [">/dev/sda", "> /dev/sda"],
+          ["zsh -c 'sudo reboot'", "sudo"],
+          ["dash -c 'sudo reboot'", "sudo"],
+          ["ksh -c 'reboot'", "reboot"],
+          ["bash -ce 'sudo reboot'", "sudo"],
+          ["if sudo reboot; then ls; fi", "sudo"],
+          ["while sudo ls; do :; done", "sudo"],
+          ["until reboot; do :; done", "reboot"],
+          ["! sudo ls", "sudo"],
+          ["env --unset HOME sudo reboot", "sudo"],
+          ["env --chdir /tmp sudo ls", "sudo"],
+          ["env -- sudo x", "sudo"],
+          ["time -f %e sudo reboot", "sudo"],
+          ["time --format %e reboot", "reboot"],
+          ["stdbuf -o L sudo reboot", "sudo"],
+          ["command -p sudo reboot", "sudo"],
+          ["builtin sudo x", "sudo"],
+          ["exec sudo x", "sudo"],
+          ["timeout --signal KILL 5 reboot", "reboot"],
+          ["./sudo reboot", "sudo"],
+          ["../bin/sudo reboot", "sudo"],
+          ["echo a#b; sudo reboot", "sudo"],
+          ["# note\nsudo reboot", "sudo"],
+          ['echo "`sudo reboot`"', "sudo"],
+          ['echo "$(sudo id)"', "sudo"],
+          ['echo "$HOME"; sudo reboot', "sudo"],
+          ['echo "a\\"b"; sudo reboot', "sudo"],
+          ["eval sudo reboot", "sudo"],
+          ["su\\\ndo reboot", "sudo"],
+          ["rm -rf \\/", "rm -rf /"],
+          ["sudo>/dev/null ls", "sudo"],
+          ["sleep 1 &sudo reboot", "sudo"],
+          ["true &&sudo x", "sudo"],
+          ["ls|sudo x", "sudo"],
+          ["ls || reboot", "reboot"],
+          ["x=$(sudo y)", "sudo"],
+          ["echo $(echo $(sudo id))", "sudo"],
+        ])("denies %j by '%s'", (command, entry) => {
+          expect(perm.denyListEntry(command)).toBe(entry);
+        });
+
+        it.each([
+          ["> /etc/hosts", "> /etc/"],
+          ["echo x &>/etc/hosts", "> /etc/"],
+          ["echo x &>> /etc/hosts", "> /etc/"],
+          ["echo x 2>/etc/hosts", "> /etc/"],
+          ["echo x >| /etc/hosts", "> /etc/"],
+          ["ksh -c 'rm x'", "rm"],
+          ["while rm -rf build; do ls; done", "rm"],
+          ["ls | xargs -d , rm", "rm"],
+          ["xargs -L 1 -P 4 rm < list", "rm"],
+          ["xargs --max-args 1 rm < list", "rm"],
+          ["env -- rm x", "rm"],
+          ["nohup rm x", "rm"],
+          ["nice -n 5 rm x", "rm"],
+          ["timeout 5 rm x", "rm"],
+          ["command rm x", "rm"],
+          ["then rm x", "rm"],
+          ["elif rm x", "rm"],
+          ["else rm x", "rm"],
+          ["do rm x", "rm"],
+          ["( rm x )", "rm"],
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: shell syntax, not a template
+          ["echo ${x:-$(rm y)}", "rm"],
+          ["A=1 B=2 rm x", "rm"],
+          ["./rm x", "rm"],
+          ["~/rm x", "rm"],
+        ])("asks for %j (%s)", (command, word) => {
+          expect(perm.destructiveReason(command)).toBe(`Potentially destructive command: ${word}`);
+        });
+
+        it.each([
+          "ls 2>&1",
+          "ls >&2",
+          "ls 2>&-",
+          "ls &> out.txt",
+          "ls > /dev/null 2>&1",
+          'echo "unterminated',
+          "echo 'unterminated",
+          "echo $(unterminated",
+          "echo `unterminated",
+          "echo a\\",
+          "env --",
+          "timeout",
+          "xargs -n",
+          "sh -c",
+          "bash -c --",
+          "eval",
+          "echo '$(rm x)'",
+          'echo "\\$(rm x)"',
+          "echo \\`rm x\\`",
+          "grep -c rm log",
+          "FOO=rm ls",
+          "echo x # ; rm y",
+          "cat <<< rm",
+        ])("reads %j without asking or denying (and without hanging)", (command) => {
+          expect([perm.denyListEntry(command), perm.destructiveReason(command)]).toEqual([
+            null,
+            null,
+          ]);
+        });
+      });
+
       describe("Gate 2: the workspace, by real path", () => {
         it("asks for file access outside the workspace and lets inside paths run", () => {
           const ws = tempWorkspace("perm");

@@ -193,6 +193,25 @@ describe.each(moduleVersions("s02", ["tools.ts", "paths.ts", "loop.ts", "guard.t
         expect(paths.isInside(workdir, workdir)).toBe(true);
       });
 
+      it("ends a symlink loop instead of following it forever, and keeps it where it is", () => {
+        fs.symlinkSync("b", path.join(workdir, "a"));
+        fs.symlinkSync("a", path.join(workdir, "b"));
+        fs.symlinkSync("self", path.join(workdir, "self"));
+        // A loop longer than the limit on links followed (40), leaving the workspace at the end.
+        const outside = tempDir("s02-outside-");
+        for (let i = 0; i < 45; i++) fs.symlinkSync(`l${i + 1}`, path.join(workdir, `l${i}`));
+        fs.symlinkSync(path.join(outside, "x"), path.join(workdir, "l45"));
+        for (const name of ["a/x", "self/y"]) {
+          expect(paths.isInside(path.join(workdir, name), workdir), name).toBe(true);
+        }
+        expect(paths.realPathOf(path.join(workdir, "self", "y"))).toBe(
+          path.join(workdir, "self", "y"),
+        );
+        // Forty links are followed; the rest of the chain is taken as it stands.
+        expect(paths.realPathOf(path.join(workdir, "l0"))).not.toBe(path.join(outside, "x"));
+        expect(paths.realPathOf(path.join(workdir, "l5"))).toBe(path.join(outside, "x"));
+      });
+
       it("realPathOf resolves the deepest existing ancestor of a new path", () => {
         const outside = tempDir("s02-outside-");
         fs.symlinkSync(outside, path.join(workdir, "out"));
