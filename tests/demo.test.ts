@@ -316,9 +316,7 @@ describe("course site: the pages", () => {
     expect(readme).toContain('<h2 id="ja-考え方">考え方</h2>');
     // README links become site links: the next chapter, the course overview's sections.
     expect(readme).toContain('href="s06.html"');
-    expect(sectionText(html("s16.html"), "readme")).toContain(
-      'href="index.html#en-configuration"',
-    );
+    expect(sectionText(html("s16.html"), "readme")).toContain('href="index.html#en-configuration"');
   });
 
   it("gives every chapter its diagram and run commands, and every pair what changed", () => {
