@@ -4,6 +4,8 @@
  *   pnpm mutate                    every breakage in scripts/mutations.ts
  *   pnpm mutate <id|chapter>...    a subset: breakage ids, or chapters (s09, shared)
  *   pnpm mutate --list             the breakages, and whether each still applies
+ *   pnpm mutate --generated [mod]  StrykerJS's generated breakages of three parsers
+ *                                  (scripts/mutate-generated.ts; --force: no reuse)
  *
  * The working tree is never touched. The repository is copied once to a temporary folder
  * (without .git, node_modules and run output; each package's node_modules is rebuilt there
@@ -22,6 +24,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isEntry } from "shared";
+import { runGenerated } from "./mutate-generated.ts";
 import { MUTATIONS, type Mutation } from "./mutations.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -382,6 +385,7 @@ function score(rows: Row[]): string {
 }
 
 const USAGE = `Usage: pnpm mutate [<id|chapter>...] [--list] [--keep]
+       pnpm mutate --generated [shell-parse|paths|cron-parse ...] [--force]
 
 Applies each breakage of scripts/mutations.ts to a temporary copy of the repository and
 runs its test files there; reports which ones no test catches.
@@ -389,11 +393,21 @@ runs its test files there; reports which ones no test catches.
   <id|chapter>   only these breakages: ids, or chapters (s09, shared)
   --list         list the breakages and whether each still applies (exit 1 if one is stale)
   --keep         keep the temporary copy and print where it is
+  --generated    StrykerJS generates the breakages of the permission gate's and the
+                 scheduler's parsers instead (scripts/mutate-generated.ts): the score per
+                 module, equivalent mutants left out; exit 1 below a module's goal
+  --force        with --generated: test every mutant again, reusing no earlier result
   --help         this text
 `;
 
 export async function main(argv: string[]): Promise<number> {
-  let values: { list?: boolean; keep?: boolean; help?: boolean };
+  let values: {
+    list?: boolean;
+    keep?: boolean;
+    help?: boolean;
+    generated?: boolean;
+    force?: boolean;
+  };
   let selected: Mutation[];
   try {
     const parsed = parseArgs({
@@ -401,12 +415,15 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         list: { type: "boolean" },
         keep: { type: "boolean" },
+        generated: { type: "boolean" },
+        force: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
       allowPositionals: true,
       strict: true,
     });
     values = parsed.values;
+    if (values.generated) return runGenerated(parsed.positionals, values.force);
     selected = select(MUTATIONS, parsed.positionals);
   } catch (error) {
     process.stderr.write(`mutate: ${(error as Error).message}\n${USAGE}`);

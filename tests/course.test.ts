@@ -20,6 +20,7 @@ import {
   splitLines,
   syncFile,
 } from "../scripts/course.ts";
+import { formatScores, MODULES, readEquivalents, scoreOf } from "../scripts/mutate-generated.ts";
 import { CHAPTERS, type Chapter, CONTRACT, chapterDir, chaptersFrom } from "./chapters.ts";
 import { TEST_TEMP } from "./helpers/run.ts";
 
@@ -1149,5 +1150,82 @@ describe("the course: the contract grows in the chapter that needs it", () => {
       [],
     );
     expect(allSource(CHAPTERS.find((c) => c.id === from)!)).toContain(text);
+  });
+});
+
+describe("mutate --generated: the score", () => {
+  const source = ["const a = 1;", "  if (x === y) return;", "const b = 2;"].join("\n");
+  const mutant = (line: number, mutatorName: string, replacement: string, status: string) => ({
+    id: `${line}${mutatorName}${replacement}`,
+    mutatorName,
+    replacement,
+    status,
+    location: { start: { line } },
+  });
+  const report = {
+    files: {
+      "chapters/x.ts": {
+        source,
+        mutants: [
+          mutant(1, "NumberLiteral", "0", "Killed"),
+          mutant(1, "NumberLiteral", "2", "Timeout"),
+          mutant(2, "ConditionalExpression", "false", "Survived"),
+          mutant(2, "ConditionalExpression", "true", "Survived"),
+          mutant(3, "NumberLiteral", "0", "NoCoverage"),
+          mutant(3, "NumberLiteral", "3", "CompileError"),
+        ],
+      },
+    },
+  };
+  const equivalent = {
+    module: "x",
+    line: "if (x === y) return;",
+    mutator: "ConditionalExpression",
+    replacement: "false",
+    reason: "test",
+  };
+
+  it("leaves out the listed equivalents (same trimmed line, mutator and replacement) and compile errors", () => {
+    const score = scoreOf("x", report, [equivalent, { ...equivalent, module: "other" }], 50);
+    expect(score).toMatchObject({
+      killed: 1,
+      timeout: 1,
+      survived: 1,
+      noCoverage: 1,
+      equivalent: 1,
+    });
+    expect(score.score).toBe(50);
+    expect(score.open).toEqual([
+      "2: ConditionalExpression → true  (if (x === y) return;)",
+      "3: NumberLiteral → 0  (const b = 2;)",
+    ]);
+    expect(formatScores([score])).toContain("| x | 2 | 2 | 1 | 50.0 % | 50 % | met |");
+    expect(formatScores([{ ...score, goal: 51 }])).toContain("| 51 % | BELOW |");
+  });
+
+  it("reads an equivalent only where its line, mutator and replacement all match", () => {
+    for (const change of [
+      { line: "if (x === z) return;" },
+      { mutator: "EqualityOperator" },
+      { replacement: "x !== y" },
+    ]) {
+      expect(scoreOf("x", report, [{ ...equivalent, ...change }], 50).equivalent).toBe(0);
+    }
+  });
+
+  it("gives every listed equivalent a module, a line still in its file, the mutation and a reason", () => {
+    const root = path.resolve(import.meta.dirname, "..");
+    for (const entry of readEquivalents()) {
+      const module = MODULES[entry.module];
+      expect(module, entry.module).toBeDefined();
+      const lines = fs.readFileSync(path.join(root, module!.file), "utf8").split("\n");
+      expect(
+        lines.map((line) => line.trim()),
+        JSON.stringify(entry),
+      ).toContain(entry.line);
+      for (const field of ["line", "mutator", "replacement", "reason"] as const) {
+        expect(entry[field], JSON.stringify(entry)).toMatch(/\S/);
+      }
+    }
   });
 });

@@ -270,6 +270,8 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
           ["* * * * */8", "day-of-week: Invalid step: */8"],
           ["* * * 0 *", "month: Value 0 is outside [1-12]"],
           ["* * * * 1,", "day-of-week: Invalid field: 1,"],
+          ["*/x5 * * * *", "minute: Invalid step: */x5"],
+          ["1-5/2x * * * *", "minute: Invalid step: 1-5/2x"],
         ];
         for (const [expr, error] of cases) expect(parse.cronError(expr), expr).toBe(error);
       });
@@ -284,6 +286,8 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
           "* * * * */7",
           "59 23 31 12 7",
           "0 0 1 1 0",
+          "5-5 * * * *",
+          "* * * MAR-MAR SUN-SUN",
         ]) {
           expect(parse.cronError(valid), valid).toBeNull();
         }

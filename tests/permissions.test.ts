@@ -282,6 +282,44 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           ["ls || reboot", "reboot"],
           ["x=$(sudo y)", "sudo"],
           ["echo $(echo $(sudo id))", "sudo"],
+          // A substitution is one word, up to its own `)`: what follows is still an argument.
+          ["dd $(echo) if=/dev/zero of=x", "dd if="],
+          ['dd "a"$(echo) if=/dev/zero of=x', "dd if="],
+          ['dd $(echo ")") if=/dev/zero of=x', "dd if="],
+          ["dd $(echo ')') if=/dev/zero of=x", "dd if="],
+          ["dd $(echo \\)) if=/dev/zero of=x", "dd if="],
+          ['dd $(echo "\\")") if=/dev/zero of=x', "dd if="],
+          ["dd $(echo $(echo)) if=/dev/zero of=x", "dd if="],
+          ['dd "$(echo "")" if=/dev/zero of=x', "dd if="],
+          ["dd of=$X if=/dev/zero", "dd if="],
+          ["dd of=x if=y2>/dev/null", "dd if="],
+          ['echo "$(date)"; sudo reboot', "sudo"],
+          ['echo "`date`"; sudo reboot', "sudo"],
+          ['echo "`sudo reboot', "sudo"],
+          ['echo a; "sudo', "sudo"],
+          ["bash -x -c 'sudo reboot'", "sudo"],
+          // Process substitutions run their command.
+          ["diff <(sudo cat x) y", "sudo"],
+          ["tee >(reboot)", "reboot"],
+          // A redirection before the command word, and descriptor numbers.
+          [">&2 sudo x", "sudo"],
+          ["2>/dev/null sudo x", "sudo"],
+          ["12>/dev/null sudo x", "sudo"],
+          ["echo hi 2> /dev/sda", "> /dev/sda"],
+          // Every option of a wrapper that takes a value.
+          ["time -o t.txt sudo reboot", "sudo"],
+          ["time --output t.txt reboot", "reboot"],
+          ["timeout -k 1s 5s sudo x", "sudo"],
+          ["timeout --kill-after 1s 5s sudo x", "sudo"],
+          ["timeout -s KILL 5s sudo x", "sudo"],
+          ["timeout --signal TERM 5s reboot", "reboot"],
+          ["timeout -- 5 reboot", "reboot"],
+          ["stdbuf -i 4K -e L sudo x", "sudo"],
+          ["ls | xargs -E EOF sudo rm", "sudo"],
+          ["xargs -a list sudo x", "sudo"],
+          ["xargs -I {} sudo x {}", "sudo"],
+          ["xargs --max-procs 16 sudo x", "sudo"],
+          [`${"$(".repeat(8)}sudo x${")".repeat(8)}`, "sudo"],
         ])("denies %j by '%s'", (command, entry) => {
           expect(perm.denyListEntry(command)).toBe(entry);
         });
@@ -312,6 +350,13 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           ["A=1 B=2 rm x", "rm"],
           ["./rm x", "rm"],
           ["~/rm x", "rm"],
+          ["x=`date` rm y", "rm"],
+          ["x=$(date) rm y", "rm"],
+          ["echo x 2> /etc/hosts", "> /etc/"],
+          ["tee >(rm x)", "rm"],
+          ["timeout -- 5 rm x", "rm"],
+          ["wc -l </etc/hosts; rm x", "rm"],
+          ["< list xargs rm", "rm"],
         ])("asks for %j (%s)", (command, word) => {
           expect(perm.destructiveReason(command)).toBe(`Potentially destructive command: ${word}`);
         });
@@ -326,6 +371,8 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           "echo 'unterminated",
           "echo $(unterminated",
           "echo `unterminated",
+          "echo $(echo 'unterminated",
+          'echo $(echo "unterminated',
           "echo a\\",
           "env --",
           "timeout",
@@ -340,11 +387,55 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           "FOO=rm ls",
           "echo x # ; rm y",
           "cat <<< rm",
+          // Reading a file is not writing it.
+          "sort < /etc/passwd",
+          "wc -l </etc/hosts",
+          "cat < /dev/sda > disk.img",
+          // Only a name can be assigned, only digits name a descriptor.
+          "1x=1 rm y",
+          "1a>/dev/null rm x",
+          "a1>/dev/null rm x",
+          // What a wrapper, a redirection or a shell takes as its own.
+          "nohup 2to3 rm",
+          "nohup --help",
+          "builtin --help",
+          "echo hi >| out rm",
+          "echo >&2 rm is missing",
+          "sh build-c 'rm x'",
+          // A substitution as a redirection target is not a path under /etc/.
+          "/etc/init.d/x status > $(mktemp)",
+          "/etc/init.d/x status > `mktemp`",
+          '/etc/init.d/x status > "$(mktemp)"',
+          '/etc/init.d/x status > "`mktemp`"',
         ])("reads %j without asking or denying (and without hanging)", (command) => {
           expect([perm.denyListEntry(command), perm.destructiveReason(command)]).toEqual([
             null,
             null,
           ]);
+        });
+
+        it("stops reading substitutions eight levels down, so no nesting exhausts the stack", () => {
+          const deep = `${"$(".repeat(20_000)}sudo x${")".repeat(20_000)}`;
+          expect(perm.denyListEntry(deep)).toBeNull();
+        });
+
+        it("gives allow rules the parts of a command as written, and no others", () => {
+          const ws = tempWorkspace("rules");
+          const { rules } = rulesFrom(ws, {
+            permissions: { allow: ["Bash(rm:*)", "Bash(bash:*)", "Bash(FOO=1)", "Bash(ls)"] },
+          });
+          const d = (command: string) =>
+            perm.decide(bash(command), { workdir: ws, rules, tools: toolsMap() });
+          for (const [command, rule] of [
+            ["rm -rf build &>/dev/null", "Bash(rm:*)"],
+            ["bash build.sh", "Bash(bash:*)"],
+            ["bash -c", "Bash(bash:*)"],
+            ["FOO=1", "Bash(FOO=1)"],
+            ["(ls)", "Bash(ls)"],
+            ["ls && (ls)", "Bash(ls)"],
+          ]) {
+            expect(d(command!), command).toMatchObject({ action: "run", by: { text: rule } });
+          }
         });
       });
 

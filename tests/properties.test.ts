@@ -586,6 +586,9 @@ const WRAPPERS = [
   "nice",
   "bash-c-dashdash",
   "subst-quoted-paren",
+  "process-subst",
+  "redirect-first",
+  "timeout-dashdash",
 ] as const;
 
 function wrap(command: string, w: Wrapper): string {
@@ -651,6 +654,12 @@ function wrap(command: string, w: Wrapper): string {
       return `bash -c -- ${singleQuoted(command)}`;
     case "subst-quoted-paren":
       return `echo $(echo ")"; ${command})`;
+    case "process-subst":
+      return `diff <(${command}) >(cat)`;
+    case "redirect-first":
+      return `2>/dev/null ${command}`;
+    case "timeout-dashdash":
+      return `timeout -- 5 ${command}`;
   }
 }
 

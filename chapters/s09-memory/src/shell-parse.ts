@@ -3,7 +3,7 @@
  * `;`, `&&`, `||`, `|`, `&`, newlines and parentheses outside quotes, each with its words
  * (quotes removed) and its redirection targets, and the command word of a segment found
  * past assignments, reserved words and wrappers (`env`, `nohup`, `xargs` …). The insides of
- * `$(…)`, backticks, `sh -c '…'` and `eval …` are read as commands too.
+ * `$(…)`, `<(…)`, backticks, `sh -c '…'` and `eval …` are read as commands too.
  *
  * A heuristic that catches honest mistakes, not a shell: it never expands variables or
  * globs, so a determined model can always hide a command from it.
@@ -15,16 +15,19 @@ export interface Segment {
   text: string;
   /** Words with quotes removed. */
   words: string[];
-  /** Redirection targets (`> file`, `2>>file`, `&>file`). */
+  /** Output redirection targets (`> file`, `2>>file`, `&>file`); input (`< file`) is not one. */
   redirects: string[];
 }
 
-/** Words skipped before the command word: assignments are handled separately. */
-const RESERVED = new Set(["!", "then", "do", "else", "elif", "if", "while", "until", "{", "}"]);
+/** Reserved words a command word can follow: assignments are handled separately. */
+const RESERVED = new Set(["!", "then", "do", "else", "elif", "if", "while", "until", "{"]);
 
 interface Wrapper {
-  /** Its options that take the next word as their value (`env -u NAME`, `nice -n 10`). */
-  valued: string[];
+  /**
+   * Its options that take the next word as their value (`env -u NAME`). A value that is a
+   * number (`nice -n 10`, `xargs -P 4`) needs no entry: a bare number is never the command.
+   */
+  valued?: string[];
   /** Words it takes before the command (`timeout 5s …`: the duration). */
   positional?: number;
 }
@@ -32,14 +35,14 @@ interface Wrapper {
 /** Commands that run the command after them. */
 const WRAPPERS = new Map<string, Wrapper>([
   ["env", { valued: ["-u", "--unset", "-C", "--chdir"] }],
-  ["command", { valued: [] }],
+  ["command", {}],
   ["exec", { valued: ["-a"] }],
-  ["nohup", { valued: [] }],
+  ["nohup", {}],
   ["time", { valued: ["-f", "--format", "-o", "--output"] }],
-  ["xargs", { valued: ["-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a", "--max-args"] }],
-  ["builtin", { valued: [] }],
+  ["xargs", { valued: ["-I", "-d", "-E", "-a"] }],
+  ["builtin", {}],
   ["timeout", { valued: ["-k", "--kill-after", "-s", "--signal"], positional: 1 }],
-  ["nice", { valued: ["-n", "--adjustment"] }],
+  ["nice", {}],
   ["stdbuf", { valued: ["-i", "-o", "-e"] }],
 ]);
 const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh"]);
@@ -66,20 +69,19 @@ function pastWrapper(words: string[], from: number, wrapper: Wrapper): number {
   let i = from;
   let positional = wrapper.positional ?? 0;
   for (let next = words[i]; next !== undefined; next = words[i]) {
-    if (next === "--") return i + 1;
-    if (next.startsWith("-")) i += wrapper.valued.includes(next) ? 2 : 1;
-    else if (positional > 0 || /^\d+$/.test(next)) {
-      // A wrapper's own argument (`timeout 5s`), or a bare number (`xargs -n 1`).
-      if (positional > 0) positional--;
-      i++;
-    } else return i;
+    // An option (`--` too: `timeout -- 5 rm` still takes its duration), with its value.
+    if (next.startsWith("-")) i += wrapper.valued?.includes(next) ? 1 : 0;
+    else if (positional > 0)
+      positional--; // a wrapper's own argument (`timeout 5s`)
+    else if (!/^\d+$/.test(next)) return i; // a bare number: an option's value
+    i++;
   }
   return i;
 }
 
 /**
  * Splits a command into segments at `;`, `&&`, `||`, `|`, `&`, newlines and parentheses
- * outside quotes. The insides of `$(…)` and backticks, and the script given to
+ * outside quotes. The insides of `$(…)`, `<(…)`, `>(…)` and backticks, and the script given to
  * `sh -c`/`bash -c`/`eval`, are read as commands too and added as more segments.
  */
 export function parseCommand(command: string, depth = 0): Segment[] {
@@ -90,13 +92,14 @@ export function parseCommand(command: string, depth = 0): Segment[] {
   let word = "";
   let inWord = false;
   let start = 0;
-  let pendingRedirect = false;
+  // The next word is the target of an output (`>`) or input (`<`) redirection.
+  let pendingRedirect: ">" | "<" | null = null;
 
   const endWord = () => {
     if (!inWord) return;
-    if (pendingRedirect) redirects.push(word);
-    else words.push(word);
-    pendingRedirect = false;
+    if (pendingRedirect === ">") redirects.push(word);
+    else if (pendingRedirect === null) words.push(word);
+    pendingRedirect = null;
     word = "";
     inWord = false;
   };
@@ -106,6 +109,7 @@ export function parseCommand(command: string, depth = 0): Segment[] {
     if (words.length > 0 || redirects.length > 0) segments.push({ text, words, redirects });
     words = [];
     redirects = [];
+    pendingRedirect = null; // a redirection never reaches past a separator
   };
 
   let i = 0;
@@ -131,7 +135,8 @@ export function parseCommand(command: string, depth = 0): Segment[] {
         nested,
       );
       inWord = true;
-    } else if (c === "$" && command[i + 1] === "(") {
+    } else if ("$<>".includes(c) && command[i + 1] === "(") {
+      // `$(…)`, and the process substitutions `<(…)` and `>(…)`: a command inside a word.
       const end = matchParen(command, i + 1);
       nested.push(command.slice(i + 2, end));
       word += command.slice(i, end + 1);
@@ -154,21 +159,22 @@ export function parseCommand(command: string, depth = 0): Segment[] {
         inWord = false;
       } else endWord();
       i++;
-      while (command[i] === ">" || command[i] === "|") i++;
+      // `>>` reads as a second `>` next time round; `>|` writes all the same.
+      if (command[i] === "|") i++;
       if (command[i] === "&") {
         i++;
         while (/[\d-]/.test(command[i] ?? "")) i++; // `>&2`, `>&-`: a descriptor, not a file
         continue;
       }
-      pendingRedirect = true;
+      pendingRedirect = c;
     } else if (c === "&" && command[i + 1] === ">") {
       endWord();
-      i += 2;
-      if (command[i] === ">") i++;
-      pendingRedirect = true;
+      i += 2; // `&>>`: the second `>` reads as one more `>`
+      pendingRedirect = ">";
     } else if (";&|\n()".includes(c)) {
+      // `&&` and `||` split twice: the empty segment between is dropped.
       endSegment(i);
-      i += c === "&" && command[i + 1] === "&" ? 2 : c === "|" && command[i + 1] === "|" ? 2 : 1;
+      i++;
       start = i;
     } else if (c === " " || c === "\t") {
       endWord();

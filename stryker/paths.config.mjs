@@ -1,0 +1,3 @@
+import { mutationRun } from "./base.mjs";
+
+export default mutationRun("paths", "chapters/s02-tools/src/paths.ts");

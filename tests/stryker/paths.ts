@@ -1,0 +1,3 @@
+import { mutationRun } from "./config.ts";
+
+export default mutationRun(["tools.test.ts", "properties.test.ts"]);
