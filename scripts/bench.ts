@@ -21,6 +21,12 @@
  *       Messages API (prompt on stdin, then EOF)
  *   api log / transcript = bytes that session left under <WORKDIR>/.harness/logs/
  *
+ * From s15 on (prompt caching), a caching table: a session of CACHE_TURNS turns a minute
+ * apart on a clock the bench moves, each reading a 3 KiB file, against the fake API's cache
+ * (prefix rule, 20-block look-back, minimum length, five-minute lifetime): the cached share
+ * of input tokens, the append-only ceiling for the same session, how many system prompts
+ * its main calls carried, and its price with caching and without.
+ *
  * From s08 on (context compaction), a third table: a long session of
  * LONG_ROUNDS rounds that each read a 10 KiB file, run once at the default compaction limits
  * and once at lowered limits so L4 summaries happen. The bound: the largest main request in
@@ -662,31 +668,99 @@ function formatLong(runs: LongSessionRun[]): string {
   return lines.join("\n");
 }
 
-/** Typed lines of the caching session: each answered in one call. */
+/** Turns of the caching session: each reads a CACHE_RESULT_BYTES file, a minute apart. */
 export const CACHE_TURNS = 50;
+const CACHE_RESULT_BYTES = 3 * 1024;
+const MINUTE_MS = 60_000;
 
 export interface CacheBench {
   chapter: string;
   calls: number;
   input: number;
+  output: number;
   cacheRead: number;
   cacheWrite: number;
   /** Cache reads over all input tokens (uncached, read and written). */
   share: number;
+  /** The share the same session would reach if its history were only appended to. */
+  ceiling: number;
+  /** The session's price in dollars with caching, and with every input token uncached. */
+  dollars: number;
+  dollarsUncached: number;
+  /** How many different system prompts the session's main calls carried. */
+  systemPrompts: number;
+}
+
+/** Tokens as the fake API counts them (about 4 characters each). */
+const tokens = (chars: number) => Math.ceil(chars / 4);
+
+/**
+ * The append-only ceiling of a session's main calls: what share of their input a harness
+ * that only ever appended to the history (and never changed its system prompt) would read
+ * from the cache. Each call adds the previous reply and the newest user message (its last
+ * two messages); an append-only request is the previous one plus that, all of it cached but
+ * the addition.
+ */
+export function appendOnlyCeiling(requests: Array<{ rawBody: string; body: MessageRequest }>) {
+  let size = 0;
+  let read = 0;
+  let all = 0;
+  requests.forEach((request, i) => {
+    const added =
+      i === 0
+        ? tokens(request.rawBody.length)
+        : tokens(JSON.stringify(request.body.messages.slice(-2)).length);
+    read += size;
+    size += added;
+    all += size;
+  });
+  return all === 0 ? 0 : read / all;
 }
 
 /**
- * A session of CACHE_TURNS typed lines against the fake API, whose prompt cache works by
- * prefix as the real one does (s15 marks every request for it; earlier chapters do not):
- * the input tokens of every call, from the session log, split into uncached, read and written.
+ * A real session's cache, from s15 (prompt caching) on: CACHE_TURNS typed lines, each
+ * answered after one read_file round of CACHE_RESULT_BYTES, with a minute between turns on
+ * a clock the bench moves (the harness's clock and the fake API's five-minute cache both
+ * read it). Reports the cached share of input tokens, the append-only ceiling for the same
+ * session, what it cost in dollars with caching and without, and how many system prompts
+ * the main calls carried.
  */
 export async function benchCaching(dir: string, turns = CACHE_TURNS): Promise<CacheBench> {
-  const { main } = (await import(path.join(ROOT, "chapters", dir, "src", "main.ts"))) as {
-    main: Main;
+  const src = path.join(ROOT, "chapters", dir, "src");
+  const { main } = (await import(path.join(src, "main.ts"))) as { main: Main };
+  const { dollars } = (await import(path.join(src, "cost.ts"))) as {
+    dollars: (
+      model: string,
+      n: { input: number; output: number; cacheRead: number; cacheWrite: number },
+    ) => number | null;
   };
-  const server = await startFakeServer({ model: () => reply(text("Turn answered.")) });
+  const realNow = Date.now;
+  let offset = 0;
+  Date.now = () => realNow() + offset;
+  let turn = 0;
+  const model = (req: MessageRequest): ScriptedAnswer => {
+    if (!offersTools(req)) return reply(text("Summary: the user read one note per turn."));
+    const last = req.messages.at(-1)!;
+    const result =
+      typeof last.content !== "string" && last.content.some((b) => b.type === "tool_result");
+    if (!result) {
+      turn++;
+      return reply(toolUse("read_file", { path: `notes/turn-${turn}.txt` }));
+    }
+    offset += MINUTE_MS; // the next turn starts a minute later
+    return reply(text(`Turn ${turn}: read it.`));
+  };
+  const server = await startFakeServer({ model, now: () => Date.now() });
   const workdir = realpathSync(mkdtempSync(path.join(os.tmpdir(), `harness-bench-cache-${dir}-`)));
-  const lines = Array.from({ length: turns }, (_, i) => `turn ${i + 1}: say something short\n`);
+  mkdirSync(path.join(workdir, "notes"));
+  for (let i = 1; i <= turns; i++) {
+    const line = `Turn ${i} note: the numbers of this turn are ${i * 7919}. `;
+    writeFileSync(
+      path.join(workdir, "notes", `turn-${i}.txt`),
+      line.repeat(Math.ceil(CACHE_RESULT_BYTES / line.length)).slice(0, CACHE_RESULT_BYTES),
+    );
+  }
+  const lines = Array.from({ length: turns }, (_, i) => `turn ${i + 1}: read your note\n`);
   try {
     await main({
       argv: [],
@@ -703,45 +777,67 @@ export async function benchCaching(dir: string, turns = CACHE_TURNS): Promise<Ca
       },
     });
   } finally {
+    Date.now = realNow;
     await server.close();
   }
   const logs = path.join(workdir, ".harness", "logs");
   const api = readdirSync(logs).find((file) => file.endsWith("_api.jsonl"))!;
-  const totals = { calls: 0, input: 0, cacheRead: 0, cacheWrite: 0 };
+  const totals = { calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  let modelId = "";
   for (const line of readFileSync(path.join(logs, api), "utf8").split("\n")) {
     if (!line) continue;
     const record = JSON.parse(line) as {
       kind: string;
       data: {
+        model?: string;
         usage?: {
           input_tokens: number;
+          output_tokens: number;
           cache_read_input_tokens?: number | null;
           cache_creation_input_tokens?: number | null;
         };
       };
     };
     if (record.kind !== "response" || !record.data.usage) continue;
+    modelId ||= record.data.model ?? "";
     totals.calls++;
     totals.input += record.data.usage.input_tokens;
+    totals.output += record.data.usage.output_tokens;
     totals.cacheRead += record.data.usage.cache_read_input_tokens ?? 0;
     totals.cacheWrite += record.data.usage.cache_creation_input_tokens ?? 0;
   }
   rmSync(workdir, { recursive: true, force: true });
+  const mainCalls = server.requests
+    .filter((r) => r.body !== undefined && offersTools(r.body as MessageRequest))
+    .map((r) => ({ rawBody: r.rawBody, body: r.body as MessageRequest }));
   const all = totals.input + totals.cacheRead + totals.cacheWrite;
-  return { chapter: dir, ...totals, share: all === 0 ? 0 : totals.cacheRead / all };
+  return {
+    chapter: dir,
+    ...totals,
+    share: all === 0 ? 0 : totals.cacheRead / all,
+    ceiling: appendOnlyCeiling(mainCalls),
+    dollars: dollars(modelId, totals) ?? 0,
+    dollarsUncached:
+      dollars(modelId, { input: all, output: totals.output, cacheRead: 0, cacheWrite: 0 }) ?? 0,
+    systemPrompts: new Set(mainCalls.map((r) => JSON.stringify(r.body.system))).size,
+  };
 }
 
 function formatCaching(runs: CacheBench[]): string {
   const lines = [
-    `Prompt caching: ${CACHE_TURNS} typed lines, one call each, against the fake API's prefix cache. ` +
-      "Input tokens split into uncached, read from the cache and written to it; cached share = read / all.",
+    `Prompt caching over a real session: ${CACHE_TURNS} turns a minute apart, each reading a ` +
+      `${CACHE_RESULT_BYTES / 1024} KiB file, against the fake API's cache (prefix rule, ` +
+      "20-block look-back, minimum length, five-minute lifetime). Cached share = read / all " +
+      "input tokens; ceiling = the same session's share if its history were only appended to.",
     "",
-    "| chapter | calls | uncached | cache read | cache write | cached share |",
-    "|---|--:|--:|--:|--:|--:|",
+    "| chapter | calls | uncached | cache read | cache write | cached share | ceiling | system prompts | $ cached | $ uncached |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   ];
   for (const r of runs) {
     lines.push(
-      `| ${r.chapter} | ${r.calls} | ${r.input} | ${r.cacheRead} | ${r.cacheWrite} | ${(r.share * 100).toFixed(1)} % |`,
+      `| ${r.chapter} | ${r.calls} | ${r.input} | ${r.cacheRead} | ${r.cacheWrite} | ` +
+        `${(r.share * 100).toFixed(1)} % | ${(r.ceiling * 100).toFixed(1)} % | ${r.systemPrompts} | ` +
+        `${r.dollars.toFixed(3)} | ${r.dollarsUncached.toFixed(3)} |`,
     );
   }
   return lines.join("\n");
@@ -813,7 +909,9 @@ if (isEntry(import.meta.url)) {
   }
   if (processes.length > 0) process.stdout.write(`\n${formatProcesses(processes)}\n`);
   const caching: CacheBench[] = [];
-  for (const dir of dirs) {
+  for (const dir of dirs.filter((d) =>
+    existsSync(path.join(ROOT, "chapters", d, "src", "cost.ts")),
+  )) {
     process.stderr.write(`bench ${dir} caching session ...\n`);
     caching.push(await benchCaching(dir));
   }

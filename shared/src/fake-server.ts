@@ -53,6 +53,8 @@ export interface FakeServerOptions {
   knownModels?: string[];
   /** Delay before answering each request. */
   latencyMs?: number;
+  /** The prompt cache's clock in ms (default Date.now): an entry lives five minutes from its last use. */
+  now?: () => number;
 }
 
 export interface FakeServer {
@@ -526,34 +528,94 @@ interface CacheUse {
   write: number;
 }
 
+/** The fake prompt cache: a prefix's key → when the entry expires (ms on the server's clock). */
+type PromptCache = Map<string, number>;
+
+/** How long an entry lives after it was written or last read: the API's default five minutes. */
+export const CACHE_LIFETIME_MS = 5 * 60_000;
+/** How many blocks before a breakpoint a read looks back for an earlier cached prefix. */
+export const CACHE_LOOKBACK_BLOCKS = 20;
 /**
- * The prompt cache as the API keeps it, by prefix: the request's parts in the API's order
- * (tools, system blocks, then each message's blocks), and at every block that carries
- * `cache_control` the prefix up to and including it. The longest prefix already cached is
- * read; the longest breakpoint's prefix, when it is new, is written (beyond what was read).
- * Every breakpoint's prefix is cached from then on.
+ * The shortest prefix the API caches, in tokens, by model id prefix (the first match wins;
+ * other models 1024). From Anthropic's prompt caching documentation, December 2026.
  */
-function useCache(request: MessageRequest, cache: Set<string>): CacheUse {
-  const parts: unknown[] = [];
-  const prefixes: string[] = [];
-  const visit = (part: unknown) => {
-    parts.push(part);
-    if (cacheMarks(part)) prefixes.push(JSON.stringify(parts));
+const MIN_CACHEABLE: Array<[prefix: string, tokens: number]> = [
+  ["claude-opus-4-5", 4096],
+  ["claude-opus-4-6", 4096],
+  ["claude-opus-4-7", 4096],
+  ["claude-haiku-4-5", 4096],
+  ["claude-sonnet-4-6", 2048],
+  ["claude-3-5-haiku", 2048],
+  ["claude-3-haiku", 2048],
+  ["claude-opus-5", 512],
+];
+
+/** The shortest prefix, in tokens, that `model`'s prompt cache keeps. */
+export function minCacheableTokens(model: string): number {
+  return MIN_CACHEABLE.find(([prefix]) => model.startsWith(prefix))?.[1] ?? 1024;
+}
+
+/**
+ * The prompt cache as the API keeps it. A request is read in the API's order (tools, system
+ * blocks, then each message's blocks), and every block ends a prefix whose key is everything
+ * up to it, markers left out. A block carrying `cache_control` is a breakpoint:
+ *
+ * - read: at each breakpoint, and at each of the CACHE_LOOKBACK_BLOCKS blocks before it, a
+ *   prefix still cached counts; the longest found is read, and its lifetime starts again;
+ * - write: every breakpoint's prefix of at least the model's minimum length is cached for
+ *   CACHE_LIFETIME_MS; what the longest one adds beyond the read is counted as written.
+ */
+function useCache(request: MessageRequest, cache: PromptCache, now: number): CacheUse {
+  const ends: Array<{ key: string; tokens: number; breakpoint: boolean }> = [];
+  let key = "";
+  let chars = 0;
+  const fold = (part: unknown) => {
+    const text = JSON.stringify(part);
+    key = createHash("sha256").update(key).update("\n").update(text).digest("hex");
+    chars += text.length;
   };
-  for (const tool of request.tools ?? []) visit(tool);
-  if (Array.isArray(request.system)) for (const block of request.system) visit(block);
-  else if (request.system) parts.push(request.system);
+  const block = (part: unknown) => {
+    fold(withoutMark(part));
+    // A tool result's breakpoint can sit on one of its inner blocks.
+    const inner = isObject(part) && Array.isArray(part.content) ? part.content : [];
+    const breakpoint = cacheMarks(part) + inner.reduce((n: number, b) => n + cacheMarks(b), 0) > 0;
+    ends.push({ key, tokens: tokensOf(chars), breakpoint });
+  };
+  for (const tool of request.tools ?? []) block(tool);
+  if (Array.isArray(request.system)) for (const part of request.system) block(part);
+  else if (request.system) fold(request.system);
   for (const message of request.messages) {
-    parts.push(message.role);
-    if (typeof message.content === "string") parts.push(message.content);
-    else for (const block of message.content) visit(block);
+    fold(message.role);
+    if (typeof message.content === "string") fold(message.content);
+    else for (const part of message.content) block(part);
   }
-  let read = 0;
-  for (const prefix of prefixes) if (cache.has(prefix)) read = tokensOf(prefix.length);
-  const longest = prefixes.at(-1);
-  const write = longest && !cache.has(longest) ? Math.max(0, tokensOf(longest.length) - read) : 0;
-  for (const prefix of prefixes) cache.add(prefix);
+  const live = (entry: { key: string }) => (cache.get(entry.key) ?? -Infinity) > now;
+  let hit: (typeof ends)[number] | undefined;
+  ends.forEach((end, at) => {
+    if (!end.breakpoint) return;
+    for (let back = at; back >= Math.max(0, at - CACHE_LOOKBACK_BLOCKS); back--) {
+      const earlier = ends[back]!;
+      if (live(earlier) && earlier.tokens > (hit?.tokens ?? 0)) hit = earlier;
+    }
+  });
+  if (hit) cache.set(hit.key, now + CACHE_LIFETIME_MS);
+  const read = hit?.tokens ?? 0;
+  const minimum = minCacheableTokens(request.model);
+  let write = 0;
+  for (const end of ends) {
+    if (!end.breakpoint || end.tokens < minimum) continue;
+    if (!live(end)) write = Math.max(write, end.tokens - read);
+    cache.set(end.key, now + CACHE_LIFETIME_MS);
+  }
   return { read, write };
+}
+
+/** `part` without its `cache_control` marker (the cache's key leaves markers out). */
+function withoutMark(part: unknown): unknown {
+  if (!isObject(part)) return part;
+  const { cache_control: _, ...rest } = part;
+  if (Array.isArray(rest.content)) rest.content = rest.content.map(withoutMark);
+  return rest;
 }
 
 function buildUsage(reply: ScriptedReply, rawBody: string, cached?: CacheUse): Anthropic.Usage {
@@ -800,8 +862,9 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
   const requests: ReceivedRequest[] = [];
   const faults: (ScriptedError | ScriptedDrop)[] = [];
   const sockets = new Set<Socket>();
-  /** Cached prompt prefixes (useCache): for the life of the server, as a 5-minute cache is. */
-  const promptCache = new Set<string>();
+  /** Cached prompt prefixes (useCache), each with its expiry on `now`. */
+  const promptCache: PromptCache = new Map();
+  const now = opts.now ?? Date.now;
   const nextToolUseId = toolUseIdGenerator("FakeServer");
   const model = opts.model;
   const answerFor =
@@ -908,7 +971,7 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
       return;
     }
     const reply = withToolUseIds(answer, nextToolUseId);
-    const cached = useCache(sent, promptCache);
+    const cached = useCache(sent, promptCache, now());
     const message = buildMessage(reply, request.model, rawBody, nextToolUseId, cached);
     if (streaming) await streamReply(res, message);
     else sendJson(res, 200, message, randomId("req_"));

@@ -1,6 +1,7 @@
 import Anthropic, { APIConnectionError, APIError } from "@anthropic-ai/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  CACHE_LIFETIME_MS,
   type FakeServer,
   type FakeServerOptions,
   startFakeServer,
@@ -950,7 +951,7 @@ describe("fake server: the prompt cache", () => {
       { reply: reply(text("d")) },
     ]);
     const client = clientFor(server);
-    const stable = "You are a careful agent. ".repeat(40);
+    const stable = "You are a careful agent. ".repeat(200);
     const system = [
       { type: "text" as const, text: stable, cache_control: { type: "ephemeral" as const } },
     ];
@@ -986,5 +987,123 @@ describe("fake server: the prompt cache", () => {
     const plain = await ask([{ role: "user", content: "hi" }], false);
     expect(plain.usage.cache_read_input_tokens).toBe(0);
     expect(plain.usage.cache_creation_input_tokens).toBe(0);
+  });
+
+  // A conversation of `blocks` user text blocks after a long system prompt, each block ~40
+  // tokens, with a breakpoint on block `mark` (or none).
+  const ECHO = () => reply(text("ok"));
+  const SYSTEM = "Stable instructions for the agent. ".repeat(300); // ~2600 tokens
+  const request = (blocks: number, mark: number | null, model = MODEL, system = SYSTEM) => ({
+    model,
+    max_tokens: 10,
+    system: [{ type: "text" as const, text: system }],
+    messages: [
+      {
+        role: "user" as const,
+        content: Array.from({ length: blocks }, (_, i) => ({
+          type: "text" as const,
+          text: `block ${i} `.repeat(16),
+          ...(i === mark ? { cache_control: { type: "ephemeral" as const } } : {}),
+        })),
+      },
+    ],
+  });
+  const usageOf = async (server: FakeServer, body: ReturnType<typeof request>) =>
+    (await clientFor(server).messages.create(body)).usage;
+
+  it("keys a prefix by its content, not its markers: a breakpoint moved on reads what the old one wrote", async () => {
+    const server = await start(ECHO);
+    const first = await usageOf(server, request(3, 2));
+    expect(first.cache_creation_input_tokens).toBeGreaterThan(2048);
+    const moved = await usageOf(server, request(6, 5));
+    expect(moved.cache_read_input_tokens).toBe(first.cache_creation_input_tokens);
+    expect(moved.cache_creation_input_tokens).toBeGreaterThan(0);
+    expect(moved.cache_creation_input_tokens).toBeLessThan(200);
+    // Anything before the breakpoint changed: nothing to read, all written again.
+    const changed = await usageOf(server, request(6, 5, MODEL, `${SYSTEM}!`));
+    expect(changed.cache_read_input_tokens).toBe(0);
+    expect(changed.cache_creation_input_tokens).toBeGreaterThan(2048);
+  });
+
+  it("looks back twenty blocks from a breakpoint for an earlier cached prefix, and no further", async () => {
+    const server = await start(ECHO);
+    const written = (await usageOf(server, request(3, 2))).cache_creation_input_tokens!;
+    // Block 22 is 20 blocks after block 2: the prefix ending there is found.
+    expect((await usageOf(server, request(23, 22))).cache_read_input_tokens).toBe(written);
+    const other = await start(ECHO);
+    await usageOf(other, request(3, 2));
+    // Block 23 is 21 blocks after it: out of reach, the whole prefix is written anew.
+    const far = await usageOf(other, request(24, 23));
+    expect(far.cache_read_input_tokens).toBe(0);
+    expect(far.cache_creation_input_tokens).toBeGreaterThan(written);
+  });
+
+  it("caches nothing shorter than the model's minimum (2048 tokens for claude-sonnet-4-6, 1024 for most)", async () => {
+    const server = await start(ECHO);
+    const short = "Short instructions. ".repeat(300); // ~1500 tokens with the blocks
+    for (const [model, cached] of [
+      ["claude-sonnet-4-6", false],
+      ["claude-haiku-4-5", false],
+      ["claude-sonnet-5", true],
+      ["claude-opus-5", true],
+    ] as const) {
+      const first = await usageOf(server, request(2, 1, model, `${model} ${short}`));
+      const again = await usageOf(server, request(2, 1, model, `${model} ${short}`));
+      expect([first.cache_creation_input_tokens! > 0, again.cache_read_input_tokens! > 0]).toEqual([
+        cached,
+        cached,
+      ]);
+    }
+  });
+
+  it("keeps an entry five minutes from its last use, on the clock it is given", async () => {
+    let clock = 0;
+    const server = await start(ECHO, { now: () => clock });
+    const written = (await usageOf(server, request(3, 2))).cache_creation_input_tokens!;
+    clock = CACHE_LIFETIME_MS - 1;
+    expect((await usageOf(server, request(3, 2))).cache_read_input_tokens).toBe(written);
+    // The read started its five minutes again.
+    clock += CACHE_LIFETIME_MS - 1;
+    expect((await usageOf(server, request(3, 2))).cache_read_input_tokens).toBe(written);
+    clock += CACHE_LIFETIME_MS;
+    const cold = await usageOf(server, request(3, 2));
+    expect(cold.cache_read_input_tokens).toBe(0);
+    expect(cold.cache_creation_input_tokens).toBe(written);
+  });
+
+  it("reads a breakpoint on a tool result's inner block", async () => {
+    const server = await start(ECHO);
+    const body = (marked: boolean) => ({
+      model: MODEL,
+      max_tokens: 10,
+      system: SYSTEM,
+      messages: [
+        { role: "user" as const, content: "read it" },
+        {
+          role: "assistant" as const,
+          content: [{ type: "tool_use" as const, id: "toolu_1", name: "read_file", input: {} }],
+        },
+        {
+          role: "user" as const,
+          content: [
+            {
+              type: "tool_result" as const,
+              tool_use_id: "toolu_1",
+              content: [
+                {
+                  type: "text" as const,
+                  text: "contents",
+                  ...(marked ? { cache_control: { type: "ephemeral" as const } } : {}),
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const first = await clientFor(server).messages.create(body(true));
+    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(2048);
+    const plain = await clientFor(server).messages.create(body(false));
+    expect(plain.usage.cache_read_input_tokens).toBe(0);
   });
 });
