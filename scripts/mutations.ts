@@ -523,8 +523,8 @@ export const MUTATIONS: Mutation[] = [
   {
     id: "s09-shell-parse-wrapper-values",
     file: `${S09}/shell-parse.ts`,
-    search: '    if (next.startsWith("-")) i += wrapper.valued.includes(next) ? 2 : 1;',
-    replace: '    if (next.startsWith("-")) i += 1;',
+    search: '    if (next.startsWith("-")) i += wrapper.valued?.includes(next) ? 1 : 0;',
+    replace: '    if (next.startsWith("-")) i += 0;',
     description: "a wrapper option's value (env -u HOME) is taken for the command",
     tests: ["permissions.test.ts", "properties.test.ts"],
   },
@@ -830,6 +830,32 @@ export const MUTATIONS: Mutation[] = [
   },
 
   // ---------------------------------------------------------------- s15 recovery.ts
+  {
+    id: "s15-reminder-every-call",
+    file: `${S15}/loop.ts`,
+    search: "    if (sent.get(note.id) === text && texts.has(text)) continue;",
+    replace: "",
+    description: "every dynamic section is sent again before every call, not once per change",
+    tests: ["cost.test.ts"],
+  },
+  {
+    id: "s15-reminder-never-withdrawn",
+    file: `${S15}/loop.ts`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source line, not a template
+    search: '    blocks.push({ type: "text", text: reminder(`No longer current: ${first}`) });',
+    replace: "",
+    description: "a dynamic section that is gone stays in the conversation as if current",
+    tests: ["cost.test.ts", "workflow.test.ts"],
+  },
+  {
+    id: "s15-compact-rewrites-warm-cache",
+    file: `${S15}/compact.ts`,
+    search: "    if (cold || requestSize(messages, overheadOf(run)) > limits.contextLimit) {",
+    replace: "    if (true) {",
+    description:
+      "L1 and L2 rewrite sent messages while the cache is warm and the request within budget",
+    tests: ["compact.test.ts"],
+  },
   {
     id: "s15-recovery-sdk-retries-on",
     file: `${S15}/recovery.ts`,

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { appendOnlyCeiling } from "../scripts/bench.ts";
-import type { MessageRequest } from "../shared/src/fake-server.ts";
+import type { MessageRequest } from "../shared/src/scripted.ts";
 
 const call = (rawChars: number, messages: MessageRequest["messages"]) => ({
   rawBody: "x".repeat(rawChars),

@@ -18,6 +18,7 @@ import {
 } from "shared";
 import {
   apiError,
+  modelView,
   offersTools,
   reply,
   text,
@@ -39,6 +40,7 @@ import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
 import {
   afterTools,
+  coldClock,
   everyAttempt,
   lastToolResults,
   type RunOutcome,
@@ -300,6 +302,9 @@ const summaryInput = (request: Request) => {
   const content = request.messages[0]?.content;
   return typeof content === "string" ? content : "";
 };
+/** The messages a summary call was given, as the model was told them (modelView). */
+const summarisedIn = (request: Request): MessageParam[] =>
+  modelView({ ...request, messages: JSON.parse(summaryInput(request)) as MessageParam[] }).messages;
 const startsCompacted = (request: Request) => {
   const first = request.messages[0]?.content;
   return typeof first === "string" && first.startsWith("[Compacted]");
@@ -348,6 +353,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         emit: (event) => events.push(event),
         log: nullLog(),
         limits: { ...QUIET, ...limits },
+        ...{ now: coldClock() }, // s15 and later: minutes between calls, the cache cold
       });
       const notices = () =>
         events.flatMap((event) => (event.type === "notice" ? [event.text] : []));
@@ -853,6 +859,72 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         } catch {
           return [];
         }
+      }
+
+      // -------------------------------------------------------------------------------------
+      if (chaptersFrom("s15").some((c) => c.id === chapter.id)) {
+        describe("the prompt cache (s15): rewrite sent messages only when it pays", () => {
+          const FIVE_MINUTES = 5 * 60_000; // the API's cache lifetime
+          const long = (tag: string) => `${tag}:${"x".repeat(300)}`;
+          const history = () => [
+            user("go"),
+            ...[1, 2, 3, 4, 5].flatMap((n) => [
+              calls(`toolu_${n}`),
+              results([[`toolu_${n}`, long(`r${n}`)]]),
+            ]),
+          ];
+          let summaryCalls: unknown[] = [];
+          function compactorAt(clock: { now: number }, limits: Partial<Limits> = {}) {
+            const workdir = tempWorkspace("compact-cache");
+            workdirs.push(workdir);
+            const fake = fakeClient(() => [{ type: "text", text: "s", citations: null }]);
+            summaryCalls = fake.requests;
+            return new compact.Compactor({
+              workdir,
+              client: fake.client,
+              model: "m",
+              emit: () => {},
+              log: nullLog(),
+              limits: { ...QUIET, snipMaxMessages: 6, snipTargetMessages: 5, ...limits },
+              ...{ now: () => clock.now },
+            });
+          }
+
+          it("while the cache is warm and the request within budget, the history is only appended to", async () => {
+            const clock = { now: 0 };
+            const compactor = compactorAt(clock);
+            const first = history();
+            await compactor.prepare(first, run("go")); // the first call: nothing cached yet
+            expect(first.length).toBeLessThan(history().length);
+            const warm = history();
+            clock.now += FIVE_MINUTES - 1;
+            const other = compactorAt(clock);
+            await other.prepare(structuredClone(warm), run("go"));
+            clock.now += FIVE_MINUTES - 1;
+            const kept = structuredClone(warm);
+            await other.prepare(kept, run("go"));
+            expect(kept).toEqual(warm);
+          });
+
+          it("after five minutes without a call, or over budget, L1 and L2 act again", async () => {
+            const clock = { now: 0 };
+            const compactor = compactorAt(clock);
+            await compactor.prepare(history(), run("go"));
+            clock.now += FIVE_MINUTES + 1;
+            const cold = history();
+            await compactor.prepare(cold, run("go"));
+            expect(cold).not.toEqual(history());
+            // Warm again, but over budget: the cheap layers run before any summary.
+            const size = compact.requestSize(history(), 2);
+            const tight = compactorAt(clock, { contextLimit: size - 1 });
+            await tight.prepare(history(), run("go"));
+            clock.now += 1_000;
+            const over = history();
+            await tight.prepare(over, run("go"));
+            expect(over.length).toBeLessThan(history().length);
+            expect(summaryCalls).toHaveLength(0); // L1 brought it under: no summary
+          });
+        });
       }
 
       // -------------------------------------------------------------------------------------
@@ -1386,6 +1458,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
       const edge = edgeCase(chapter, COMPACT);
       it("bash + compact in one batch: exact ack, bash result summarised, one summary message", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["tidy up"],
           steps: [
             {
@@ -1415,7 +1488,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         expect(names.indexOf("compact")).toBe(names.indexOf("load_skill") + 1);
         expect(isSummary(summary)).toBe(true);
         expect(summary.max_tokens).toBe(2_000);
-        const summarised = JSON.parse(summaryInput(summary)) as MessageParam[];
+        const summarised = summarisedIn(summary);
         expect(summarised).toHaveLength(3);
         expect(summarised[2]).toEqual({
           role: "user",
@@ -1425,7 +1498,8 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
           ],
         });
         const [archive] = transcripts(run.workdir);
-        expect(archived(archive!)).toEqual(summarised);
+        // On disk as it was sent.
+        expect(archived(archive!)).toEqual(JSON.parse(summaryInput(summary)));
         expect(next.messages).toEqual([user(compacted("tidy up", "ran echo", archive!))]);
         expect(run.output).toMatch(
           /\[compact L4\] compact tool summary: 3 messages → 1 \(\d+ → \d+ chars\)/,
@@ -1438,6 +1512,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       it("the system prompt holds the Context section after the earlier ones", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["hi"],
           steps: [{ reply: reply(text("hello")) }],
         });
@@ -1456,6 +1531,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         "the compact tool passes the permission gates: a deny rule blocks it and nothing is summarised",
         async () => {
           const run = await runChapter(chapter, {
+            coldCache: true,
             prompts: ["tidy"],
             files: {
               ".claude/settings.json": JSON.stringify({ permissions: { deny: ["compact"] } }),
@@ -1481,6 +1557,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       it("prompt is too long: one summary, the retried request is valid and succeeds", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["first", "second"],
           steps: [
             { when: userSaid("first"), reply: reply(toolUse("bash", { command: "echo r1" })) },
@@ -1501,7 +1578,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         expect(summaries).toHaveLength(1);
         const [failed, retried] = [main[3]!, main[4]!];
         expect(failed.messages).toHaveLength(7);
-        expect(JSON.parse(summaryInput(summaries[0]!))).toEqual(failed.messages.slice(0, 1));
+        expect(summarisedIn(summaries[0]!)).toEqual(failed.messages.slice(0, 1));
         const [archive] = transcripts(run.workdir);
         expect(retried.messages).toEqual([
           user(compacted("second", "older part", archive!)),
@@ -1520,6 +1597,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         "two too-long answers: 2 loop requests + 1 summary, the error line, the pre-turn history next",
         async () => {
           const run = await runChapter(chapter, {
+            coldCache: true,
             prompts: ["first", "second", "third"],
             steps: [
               { when: userSaid("first"), reply: reply(text("one")) },
@@ -1545,6 +1623,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       edge("an unrelated 400 never triggers compaction", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["first"],
           steps: [
             {
@@ -1562,6 +1641,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       it("/compact: never sent to the model, one summary call, a dim line, the next turn continues", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["first", "/compact", "second"],
           steps: [
             { when: userSaid("first"), reply: reply(text("one")) },
@@ -1572,7 +1652,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         expect(kindsOf(run)).toEqual(["loop", "summary", "loop"]);
         const [first, summary, second] = relevant(run) as [Request, Request, Request];
         expect(JSON.stringify(relevant(run))).not.toContain("/compact");
-        const summarised = JSON.parse(summaryInput(summary)) as MessageParam[];
+        const summarised = summarisedIn(summary);
         expect(summarised).toHaveLength(2);
         expect(summarised[0]).toEqual(first.messages[0]);
         const [archive] = transcripts(run.workdir);
@@ -1588,6 +1668,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       edge("/compact <focus> adds the focus line to the summary request", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["first", "/compact   the file names please  "],
           steps: [{ when: userSaid("first"), reply: reply(text("one")) }],
         });
@@ -1601,7 +1682,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
       edge(
         "/compact on an empty history prints Nothing to compact. and makes no call",
         async () => {
-          const run = await runChapter(chapter, { prompts: ["/compact"] });
+          const run = await runChapter(chapter, { coldCache: true, prompts: ["/compact"] });
           expect(run.received).toHaveLength(0);
           expect(run.output).toContain("Nothing to compact.");
         },
@@ -1611,6 +1692,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         "/compact whose summary call fails reports the error and keeps the session going",
         async () => {
           const run = await runChapter(chapter, {
+            coldCache: true,
             prompts: ["first", "/compact", "second"],
             steps: [
               { when: userSaid("first"), reply: reply(text("one")) },
@@ -1630,6 +1712,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       it("automatic L4 in the loop keeps the latest batch word for word", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["go"],
           env: { L4_COMPACT_CONTEXT_LIMIT: "1000" },
           steps: [
@@ -1646,7 +1729,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         });
         expect(kindsOf(run)).toEqual(["loop", "summary", "loop"]);
         const [, summary, next] = relevant(run) as [Request, Request, Request];
-        expect(JSON.parse(summaryInput(summary))).toEqual([user("go")]);
+        expect(summarisedIn(summary)).toEqual([user("go")]);
         const [archive] = transcripts(run.workdir);
         expect(next.messages[0]).toEqual(user(compacted("go", "asked to go", archive!)));
         expect(next.messages).toHaveLength(3);
@@ -1665,6 +1748,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
         const isChild = (r: Request) => offersTools(r) && !toolNames(r).includes("task");
         const isParent = (r: Request) => offersTools(r) && toolNames(r).includes("task");
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["go"],
           env: { L4_COMPACT_CONTEXT_LIMIT: "1000" },
           steps: [
@@ -1713,6 +1797,7 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
 
       edge("prints one dim line per layer that acted: L3, L2, then L1", async () => {
         const run = await runChapter(chapter, {
+          coldCache: true,
           prompts: ["go"],
           env: {
             L3_COMPACT_PERSIST_THRESHOLD: "4000",
@@ -1762,12 +1847,18 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
       });
 
       edge("a limit that is not a positive integer is a fatal configuration error", async () => {
-        const bad = await runChapter(chapter, { env: { L2_COMPACT_KEEP_RECENT: "0" } });
+        const bad = await runChapter(chapter, {
+          coldCache: true,
+          env: { L2_COMPACT_KEEP_RECENT: "0" },
+        });
         expect(bad.code).toBe(1);
         expect(bad.output).toContain(
           `${chapter.id}: configuration error: L2_COMPACT_KEEP_RECENT must be a positive integer (got '0')`,
         );
-        const target = await runChapter(chapter, { env: { L1_COMPACT_SNIP_TARGET_MESSAGES: "3" } });
+        const target = await runChapter(chapter, {
+          coldCache: true,
+          env: { L1_COMPACT_SNIP_TARGET_MESSAGES: "3" },
+        });
         expect(target.code).toBe(1);
         expect(target.output).toContain("L1_COMPACT_SNIP_TARGET_MESSAGES");
         expect(target.received).toHaveLength(0);

@@ -13,7 +13,15 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:f
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import type Anthropic from "@anthropic-ai/sdk";
-import { apiError, reply, ScriptedModel, startFakeServer, text, toolUse } from "shared/testing";
+import {
+  apiError,
+  modelView,
+  reply,
+  ScriptedModel,
+  startFakeServer,
+  text,
+  toolUse,
+} from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Turn } from "../chapters/s12-cron/src/contract.ts";
 import type * as CronModule from "../chapters/s12-cron/src/cron.ts";
@@ -1052,7 +1060,7 @@ describe.each(carried(chaptersFrom("s12"), MODULE_CHAPTERS, CRON))("$id cron", (
             },
           });
           expect(typed).toBe(true);
-          const bodies = server.requests.map((r) => r.body as Request);
+          const bodies = server.requests.map((r) => modelView(r.body as Request));
           // The scheduled turn's call, tried as often as the chapter tries one call.
           const tries = Array<string>(attemptsPerCall(chapter)).fill("scheduled");
           expect(bodies.map((r) => (isScheduled(r) ? "scheduled" : "user"))).toEqual([

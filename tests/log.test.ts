@@ -17,7 +17,7 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { CHAPTERS, carried, chaptersFrom, moduleVersions } from "./chapters.ts";
-import { runChapter, sessionLog } from "./helpers/run.ts";
+import { REAL_NOW, runChapter, sessionLog } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const ROUNDS = 8;
@@ -32,7 +32,12 @@ const SMALL_LIMITS = {
 /** A chapter run against a model that asks for `rounds` bash calls per turn, then answers. */
 async function session(chapter: Parameters<typeof runChapter>[0], rounds: number, bytes: number) {
   let round = 0;
+  // Six minutes between calls: from s15 compaction rewrites sent messages only once the
+  // prompt cache has gone cold, and this session is to show every kind of change.
+  let skew = 0;
+  Date.now = () => REAL_NOW() + skew;
   const model = (request: MessageRequest): ScriptedAnswer => {
+    skew += 6 * 60_000;
     // Side calls (summaries, memory) get a short text; the main loop counts its rounds.
     if (!offersTools(request)) return reply(text("[]"));
     round++;
@@ -48,6 +53,7 @@ async function session(chapter: Parameters<typeof runChapter>[0], rounds: number
       memoryExtraction: true,
     });
   } finally {
+    Date.now = REAL_NOW;
     await server.close();
   }
 }

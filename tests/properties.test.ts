@@ -36,7 +36,7 @@ import type * as LayersModule from "../chapters/s08-compact/src/compact-layers.t
 import { type Chapter, importChapter, moduleVersions } from "./chapters.ts";
 import { runContext } from "./helpers/context.ts";
 import { fakeMessage } from "./helpers/message.ts";
-import { baseTools, tempWorkspace } from "./helpers/run.ts";
+import { baseTools, coldClock, tempWorkspace } from "./helpers/run.ts";
 
 /** One seed for every property: the same cases on every run and machine. */
 const SEED = 20261201;
@@ -354,6 +354,7 @@ describe.each(moduleVersions("s08", ["compact.ts", "compact-layers.ts"]))(
         },
         log: nullLog(),
         limits,
+        ...{ now: coldClock() }, // s15 and later: minutes between calls, the cache cold
       });
       return { compactor, summaries: fake.requests, layersActed };
     }

@@ -569,10 +569,12 @@ function useCache(request: MessageRequest, cache: PromptCache, now: number): Cac
   const ends: Array<{ key: string; tokens: number; breakpoint: boolean }> = [];
   let key = "";
   let chars = 0;
-  const fold = (part: unknown) => {
+  // Sizes count the JSON around each part too (a comma, a message's role and brackets), so
+  // a prefix's tokens match its share of the body: what follows the last breakpoint is input.
+  const fold = (part: unknown, around = 1) => {
     const text = JSON.stringify(part);
     key = createHash("sha256").update(key).update("\n").update(text).digest("hex");
-    chars += text.length;
+    chars += text.length + around;
   };
   const block = (part: unknown) => {
     fold(withoutMark(part));
@@ -585,7 +587,7 @@ function useCache(request: MessageRequest, cache: PromptCache, now: number): Cac
   if (Array.isArray(request.system)) for (const part of request.system) block(part);
   else if (request.system) fold(request.system);
   for (const message of request.messages) {
-    fold(message.role);
+    fold(message.role, '{"role":,"content":[]},'.length);
     if (typeof message.content === "string") fold(message.content);
     else for (const part of message.content) block(part);
   }

@@ -152,7 +152,8 @@ export class ScriptedModel {
   }
 
   /** Answers `req` with the first unconsumed step that matches it, and consumes that step. */
-  answer(req: MessageRequest): ScriptedAnswer {
+  answer(sent: MessageRequest): ScriptedAnswer {
+    const req = modelView(sent);
     for (let i = 0; i < this.steps.length; i++) {
       if (this.used[i]) continue;
       const step = this.steps[i]!;
@@ -198,4 +199,51 @@ export function apiError(
   if (opts?.retryable !== undefined) error.retryable = opts.retryable;
   if (opts?.headers !== undefined) error.headers = { ...opts.headers };
   return error;
+}
+
+/** A system reminder block (s15): dynamic context the loop adds to the newest user message. */
+export function isReminder(block: unknown): block is { type: "text"; text: string } {
+  return (
+    typeof block === "object" &&
+    block !== null &&
+    (block as { type?: unknown }).type === "text" &&
+    String((block as { text?: unknown }).text).startsWith("<system-reminder>\n")
+  );
+}
+
+/** The section a reminder block carries. */
+export function reminderText(block: { text: string }): string {
+  return block.text.slice("<system-reminder>\n".length, -"\n</system-reminder>".length);
+}
+
+/**
+ * A request as the model is told it, whatever the channel: from s15 the dynamic sections
+ * travel as reminders in the conversation; this view puts every distinct one, in order,
+ * back after the system prompt (as chapters before s15 send them) and takes them out of
+ * the messages, a typed line becoming its text again. Requests without reminders are
+ * returned as they are. A scripted model answers this view, so one script serves every
+ * chapter.
+ */
+export function modelView<T extends MessageRequest>(request: T): T {
+  const notes: string[] = [];
+  let found = false;
+  const messages = request.messages.map((message) => {
+    if (typeof message.content === "string" || !message.content.some(isReminder)) return message;
+    found = true;
+    for (const block of message.content) {
+      if (!isReminder(block)) continue;
+      const text = reminderText(block);
+      const withdrawn = /^No longer current: (.*)$/.exec(text)?.[1];
+      if (withdrawn !== undefined) {
+        const at = notes.findIndex((note) => note.split("\n")[0] === withdrawn);
+        if (at >= 0) notes.splice(at, 1);
+      } else if (!notes.includes(text)) notes.push(text);
+    }
+    const rest = message.content.filter((block) => !isReminder(block));
+    const only = rest.length === 1 && rest[0]!.type === "text" ? rest[0]!.text : null;
+    return { ...message, content: only ?? rest };
+  });
+  if (!found) return request;
+  const system = typeof request.system === "string" ? request.system : "";
+  return { ...request, system: [system, ...notes].filter(Boolean).join("\n\n"), messages };
 }

@@ -26,6 +26,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { type Env, type Main, stripAnsi, type ToolDefinition } from "shared";
 import {
   type FakeServer,
+  modelView,
   type ReceivedRequest,
   reply,
   type ScriptedError,
@@ -119,6 +120,26 @@ export interface RunOptions {
   onSignal?: (handler: () => void) => void;
   /** Runs this entry instead of the chapter's own (a list of mechanisms a test composes). */
   main?: Main;
+  /**
+   * Six minutes pass (on Date.now) after every answer, so the prompt cache is always cold:
+   * from s15 compaction rewrites sent messages only then, or over budget.
+   */
+  coldCache?: boolean;
+}
+
+/** Date.now as the process started: what a `coldCache` run skews, and puts back. */
+export const REAL_NOW = Date.now;
+
+/** How far the clock moves after each answer of a `coldCache` run: past the cache's five minutes. */
+const COLD_GAP_MS = 6 * 60_000;
+/** `coldCache` runs in progress, and how far they have moved Date.now. */
+let coldRuns = 0;
+let coldSkew = 0;
+
+/** A clock six minutes later at every reading: a Compactor's cache is always cold on it. */
+export function coldClock(): () => number {
+  let now = 0;
+  return () => (now += COLD_GAP_MS);
 }
 
 export interface RunOutcome {
@@ -127,7 +148,10 @@ export interface RunOutcome {
   workdir: string;
   /** Every request the server saw (rejected ones included). */
   received: ReceivedRequest[];
-  /** The accepted request bodies, in order. */
+  /**
+   * The accepted request bodies, in order, as the model is told them (`modelView`: from s15
+   * the dynamic sections' reminders back after the system prompt); `received` has them raw.
+   */
   requests: Anthropic.MessageCreateParams[];
   model: ScriptedModel;
 }
@@ -141,7 +165,13 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
   const workdir = options.workdir ?? tempWorkspace(chapter.id);
   if (options.files) writeFiles(workdir, options.files);
   const model = options.model ?? new ScriptedModel(options.steps ?? []);
-  const server = options.server ?? (await startFakeServer({ model }));
+  if (options.coldCache && coldRuns++ === 0) Date.now = () => REAL_NOW() + coldSkew;
+  const answer = (request: Anthropic.MessageCreateParams) => {
+    const reply = model.answer(request);
+    if (options.coldCache) coldSkew += COLD_GAP_MS;
+    return reply;
+  };
+  const server = options.server ?? (await startFakeServer({ model: answer }));
   const stdout = new Capture();
   options.onOutput?.(stdout);
   const stdin =
@@ -170,10 +200,12 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
       received: [...server.requests],
       requests: server.requests
         .filter((r) => r.rejected === null)
-        .map((r) => r.body as Anthropic.MessageCreateParams),
+        .map((r) => modelView(r.body as Anthropic.MessageCreateParams)),
       model,
     };
   } finally {
+    // The last cold run to end puts the clock back (runs of one test may overlap).
+    if (options.coldCache && --coldRuns === 0) Date.now = REAL_NOW;
     if (!options.server) await server.close();
   }
 }

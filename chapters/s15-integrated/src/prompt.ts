@@ -2,8 +2,10 @@
  * The system prompt: sections joined by blank lines. The identity line comes first, then
  * each mechanism's sections in list order; sections that change during a session
  * (`dynamic`) go after every stable one, so the stable prefix stays cacheable. Each mechanism file owns its section; this file only puts them in order.
- * From s15 a prompt can also be built in its two parts (`SystemParts`): the loop sends them
- * as two blocks, and the cache breakpoint (cost.ts) goes on the first, the stable part.
+ * From s15 a prompt can also be built in its two parts (`SystemParts`): the loop sends only
+ * the stable part as the system prompt, where the cache breakpoint (cost.ts) goes, and each
+ * dynamic section as a reminder in the conversation (loop.ts), so the system prompt stays
+ * byte-identical for the whole session.
  */
 import type { Mechanism, Role } from "./contract.ts";
 
@@ -25,13 +27,17 @@ export function identitySection(workdir: string): PromptSection {
 export interface SystemParts {
   stable: string;
   dynamic: string;
+  /** The dynamic sections themselves, one reminder each. */
+  notes: PromptSection[];
 }
 
 export function buildSystemParts(sections: PromptSection[]): SystemParts {
   const text = (list: PromptSection[]) => list.map((section) => section.text).join("\n\n");
+  const notes = sections.filter((section) => section.dynamic);
   return {
     stable: text(sections.filter((section) => !section.dynamic)),
-    dynamic: text(sections.filter((section) => section.dynamic)),
+    dynamic: text(notes),
+    notes,
   };
 }
 

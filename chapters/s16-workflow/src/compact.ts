@@ -20,6 +20,12 @@
  * separates a tool_use from its tool_result, and a summary is reference data, never
  * instructions: the run's active request is restated beside it. What compaction writes
  * into the history is tagged as its own (`compaction`), so other mechanisms can tell.
+ *
+ * From s15 the prompt cache holds every prefix already sent, and L1 and L2 rewrite messages
+ * inside it: the next request pays to write all that follows again. So they run only when
+ * that pays: when the request is over its budget, or when the cache has gone cold (the
+ * scope's last call is older than the cache's five minutes). Otherwise the history is
+ * only appended to.
  */
 import { randomBytes } from "node:crypto";
 import type Anthropic from "@anthropic-ai/sdk";
@@ -66,7 +72,12 @@ export interface CompactorOptions {
   emit: EventSink;
   log: SessionLog;
   limits: CompactLimits;
+  /** The clock the cache's lifetime is measured on (default Date.now). */
+  now?: () => number;
 }
+
+/** How long the API keeps a cached prefix after its last use: its default five minutes. */
+export const CACHE_LIFETIME_MS = 5 * 60_000;
 
 /**
  * What compaction needs of a loop run: its scope, its active request (what a summary
@@ -78,6 +89,8 @@ export type CompactRun = Pick<RunContext, "scope" | "request" | "system" | "tool
 export class Compactor {
   /** Scopes whose `compact` tool call asked for a summary after the current batch. */
   private readonly requested = new Set<string>();
+  /** When each scope's last model call went out: its prefix is cached until five minutes on. */
+  private readonly lastCall = new Map<string, number>();
   private readonly options: CompactorOptions;
 
   constructor(options: CompactorOptions) {
@@ -108,12 +121,21 @@ export class Compactor {
     };
   }
 
-  /** The four layers, cheapest first. Rewrites `messages` in place (new message objects). */
+  /**
+   * The four layers, cheapest first. Rewrites `messages` in place (new message objects).
+   * L3 only touches the newest batch, never sent; L1 and L2 rewrite sent messages, so they
+   * wait until the request is over budget or the cache is cold (s15).
+   */
   async prepare(messages: MessageParam[], run: CompactRun): Promise<void> {
     const { limits } = this.options;
+    const now = (this.options.now ?? Date.now)();
     replaceAll(messages, this.budget(messages, run.scope));
-    replaceAll(messages, this.snip(messages, run.scope));
-    replaceAll(messages, this.micro(messages, run.scope));
+    const cold = now - (this.lastCall.get(run.scope) ?? -Infinity) > CACHE_LIFETIME_MS;
+    this.lastCall.set(run.scope, now);
+    if (cold || requestSize(messages, overheadOf(run)) > limits.contextLimit) {
+      replaceAll(messages, this.snip(messages, run.scope));
+      replaceAll(messages, this.micro(messages, run.scope));
+    }
     if (requestSize(messages, overheadOf(run)) > limits.contextLimit) {
       await this.summarize(messages, { run, keepTail: true, reason: "auto" });
     }

@@ -20,10 +20,12 @@
  *   a. injections       the todo reminder (s05, afterResults of the round before), then
  *                       background notifications (s11, beforeModelCall); a turn's input,
  *                       scheduled text or team events are its first user message
- *   b. prompt and pool  the system prompt rebuilt (memory's sections, the clock) and the
- *                       tools gathered again (MCP servers, s14)
- *   c. compaction       the layers L3, L1, L2 and, still too large, L4, on the history as
- *                       it will be sent (s08, aroundModelCall, outermost of the wrappers)
+ *   b. prompt and pool  the prompt rebuilt: its stable part is the system prompt, its
+ *                       dynamic sections (memory, the clock) reminders on the newest user
+ *                       message when changed (s15, remind); the tools gathered again (s14)
+ *   c. compaction       L3, then L1 and L2 when over budget or with the cache cold (s15),
+ *                       and, still too large, L4, on the history as it will be sent (s08,
+ *                       aroundModelCall, outermost of the wrappers)
  *   d. the model call   streamed for the main agent; on prompt-too-long one reactive
  *                       compaction (s08, same wrapper); every call through the recovery
  *                       layer's retries and fallback (s15, extendClient)
@@ -62,7 +64,7 @@ import {
   type TurnKind,
   tagOrigin,
 } from "./contract.ts";
-import { joinParts, type SystemParts } from "./prompt.ts";
+import type { PromptSection, SystemParts } from "./prompt.ts";
 
 export const MAX_TOKENS = 8000;
 
@@ -106,10 +108,11 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   const signal = config.signal ?? new AbortController().signal;
   // The parts of the coming call's prompt, when it was built in parts (sent as two blocks).
   let parts: SystemParts | null = null;
+  // What goes out as the system prompt: a prompt built in parts sends only its stable part.
   const systemNow = (): string => {
     const built = typeof config.system === "function" ? config.system() : config.system;
     parts = typeof built === "string" ? null : built;
-    return typeof built === "string" ? built : joinParts(built);
+    return typeof built === "string" ? built : built.stable;
   };
   const toolsNow = () => (typeof config.tools === "function" ? config.tools() : config.tools);
   // Read-only for the seams; the loop is the one writer.
@@ -135,6 +138,9 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     run.system = systemNow();
     run.tools = toolsNow();
     await seams.beforeModelCall(messages, run);
+    // The closure above sets `parts`; TypeScript cannot see that.
+    const built = parts as SystemParts | null;
+    if (built) remind(messages, built.notes);
     const streamed = { text: "" };
     const response = await seams.aroundModelCall(
       (overrides) => callModel(messages, config, run, streamed, overrides, parts),
@@ -210,9 +216,53 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   }
 }
 
-/** A prompt built in parts, as the API takes it: the stable block, then the dynamic one. */
-function systemBlocks({ stable, dynamic }: SystemParts): Anthropic.TextBlockParam[] {
-  return [stable, dynamic].flatMap((text) => (text ? [{ type: "text" as const, text }] : []));
+/**
+ * Dynamic context reaches the model in the conversation, as Claude Code's system reminders
+ * do (s15): a section the model has not seen in its current text is added as a reminder
+ * block to the newest user message, the one about to be sent. Messages already sent and the
+ * system prompt stay byte-identical, so the prompt cache keeps every earlier prefix.
+ * A section is sent again when its text changes (the clock at a new minute) or when
+ * compaction has dropped the message that carried it; one that is gone (a resumed run no
+ * longer interrupted) is withdrawn with a reminder that names its first line.
+ */
+function remind(messages: MessageParam[], notes: PromptSection[]): void {
+  const newest = messages.at(-1);
+  if (newest?.role !== "user") return;
+  const sent = delivered.get(messages) ?? new Map<string, string>();
+  delivered.set(messages, sent);
+  if (notes.length === 0 && sent.size === 0) return;
+  const texts = new Set<string>();
+  for (const message of messages) {
+    if (typeof message.content === "string") continue;
+    for (const block of message.content) if (block.type === "text") texts.add(block.text);
+  }
+  const blocks: Anthropic.TextBlockParam[] = [];
+  const reminder = (text: string) => `<system-reminder>\n${text}\n</system-reminder>`;
+  for (const note of notes) {
+    const text = reminder(note.text);
+    if (sent.get(note.id) === text && texts.has(text)) continue;
+    sent.set(note.id, text);
+    blocks.push({ type: "text", text });
+  }
+  for (const [id, text] of sent) {
+    if (notes.some((note) => note.id === id)) continue;
+    sent.delete(id);
+    if (!texts.has(text)) continue; // compacted away: nothing left to withdraw
+    const first = text.split("\n")[1] ?? "";
+    blocks.push({ type: "text", text: reminder(`No longer current: ${first}`) });
+  }
+  if (blocks.length === 0) return;
+  const content: Anthropic.ContentBlockParam[] =
+    typeof newest.content === "string" ? [{ type: "text", text: newest.content }] : newest.content;
+  newest.content = [...content, ...blocks];
+}
+
+/** The reminder each history was last sent per section id (remind). */
+const delivered = new WeakMap<MessageParam[], Map<string, string>>();
+
+/** A prompt built in parts, as the API takes it: the stable part, one block. */
+function systemBlocks({ stable }: SystemParts): Anthropic.TextBlockParam[] {
+  return stable ? [{ type: "text", text: stable }] : [];
 }
 
 /** The main agent's replies stream (s15): its text is printed as it arrives. */
