@@ -229,9 +229,13 @@ function remind(messages: MessageParam[], notes: PromptSection[]): void {
   delivered.set(messages, sent);
   if (notes.length === 0 && sent.size === 0) return;
   const texts = new Set<string>();
+  // The reminders still in the history (only user messages carry them).
   for (const message of messages) {
-    if (typeof message.content === "string") continue;
-    for (const block of message.content) if (block.type === "text") texts.add(block.text);
+    if (message.role !== "user" || typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type === "text" && block.text.startsWith("<system-reminder>"))
+        texts.add(block.text);
+    }
   }
   const blocks: Anthropic.TextBlockParam[] = [];
   const reminder = (text: string) => `<system-reminder>\n${text}\n</system-reminder>`;
