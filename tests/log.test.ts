@@ -17,7 +17,7 @@ import {
 } from "shared/testing";
 import { describe, expect, it } from "vitest";
 import { CHAPTERS, carried, chaptersFrom, moduleVersions } from "./chapters.ts";
-import { REAL_NOW, runChapter, sessionLog } from "./helpers/run.ts";
+import { coldDateNow, runChapter, sessionLog } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
 const ROUNDS = 8;
@@ -34,10 +34,9 @@ async function session(chapter: Parameters<typeof runChapter>[0], rounds: number
   let round = 0;
   // Six minutes between calls: from s15 compaction rewrites sent messages only once the
   // prompt cache has gone cold, and this session is to show every kind of change.
-  let skew = 0;
-  Date.now = () => REAL_NOW() + skew;
+  const cold = coldDateNow();
   const model = (request: MessageRequest): ScriptedAnswer => {
-    skew += 6 * 60_000;
+    cold.step();
     // Side calls (summaries, memory) get a short text; the main loop counts its rounds.
     if (!offersTools(request)) return reply(text("[]"));
     round++;
@@ -53,7 +52,7 @@ async function session(chapter: Parameters<typeof runChapter>[0], rounds: number
       memoryExtraction: true,
     });
   } finally {
-    Date.now = REAL_NOW;
+    cold.restore();
     await server.close();
   }
 }

@@ -495,29 +495,16 @@ const tokensOf = (chars: number) => Math.ceil(chars / 4);
  * the request itself.
  */
 export function withoutCacheMarks(request: MessageRequest): MessageRequest {
-  const bare = <T>(value: T): T => {
-    if (!isObject(value) || !("cache_control" in value)) return value;
-    const { cache_control: _, ...rest } = value;
-    return rest as T;
-  };
-  const blocks = (content: unknown) =>
-    Array.isArray(content)
-      ? content.map((block) =>
-          isObject(block) && Array.isArray(block.content)
-            ? { ...bare(block), content: block.content.map(bare) }
-            : bare(block),
-        )
-      : content;
   const system = Array.isArray(request.system)
     ? request.system.map((block) => block.text).join("\n\n")
     : request.system;
   return {
     ...request,
     ...(system === undefined ? {} : { system }),
-    ...(request.tools ? { tools: request.tools.map(bare) } : {}),
+    ...(request.tools ? { tools: request.tools.map(withoutMark) } : {}),
     messages: request.messages.map((message) => ({
       ...message,
-      content: blocks(message.content),
+      content: Array.isArray(message.content) ? message.content.map(withoutMark) : message.content,
     })) as MessageRequest["messages"],
   };
 }
@@ -537,7 +524,8 @@ export const CACHE_LIFETIME_MS = 5 * 60_000;
 export const CACHE_LOOKBACK_BLOCKS = 20;
 /**
  * The shortest prefix the API caches, in tokens, by model id prefix (the first match wins;
- * other models 1024). From Anthropic's prompt caching documentation, December 2026.
+ * other models 1024), as third-party copies of Anthropic's prompt-caching table give it in
+ * December 2026.
  */
 const MIN_CACHEABLE: Array<[prefix: string, tokens: number]> = [
   ["claude-opus-4-5", 4096],
@@ -612,12 +600,12 @@ function useCache(request: MessageRequest, cache: PromptCache, now: number): Cac
   return { read, write };
 }
 
-/** `part` without its `cache_control` marker (the cache's key leaves markers out). */
-function withoutMark(part: unknown): unknown {
+/** `part` without its `cache_control` marker, nor its inner blocks' (a tool result's). */
+function withoutMark<T>(part: T): T {
   if (!isObject(part)) return part;
-  const { cache_control: _, ...rest } = part;
+  const { cache_control: _, ...rest }: Record<string, unknown> = part;
   if (Array.isArray(rest.content)) rest.content = rest.content.map(withoutMark);
-  return rest;
+  return rest as T;
 }
 
 function buildUsage(reply: ScriptedReply, rawBody: string, cached?: CacheUse): Anthropic.Usage {
@@ -866,7 +854,7 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
   const sockets = new Set<Socket>();
   /** Cached prompt prefixes (useCache), each with its expiry on `now`. */
   const promptCache: PromptCache = new Map();
-  const now = opts.now ?? Date.now;
+  const now = () => (opts.now ?? Date.now)();
   const nextToolUseId = toolUseIdGenerator("FakeServer");
   const model = opts.model;
   const answerFor =

@@ -202,7 +202,7 @@ export function apiError(
 }
 
 /** A system reminder block (s15): dynamic context the loop adds to the newest user message. */
-export function isReminder(block: unknown): block is { type: "text"; text: string } {
+function isReminder(block: unknown): block is { type: "text"; text: string } {
   return (
     typeof block === "object" &&
     block !== null &&
@@ -212,7 +212,7 @@ export function isReminder(block: unknown): block is { type: "text"; text: strin
 }
 
 /** The section a reminder block carries. */
-export function reminderText(block: { text: string }): string {
+function reminderText(block: { text: string }): string {
   return block.text.slice("<system-reminder>\n".length, -"\n</system-reminder>".length);
 }
 

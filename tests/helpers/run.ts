@@ -127,14 +127,32 @@ export interface RunOptions {
   coldCache?: boolean;
 }
 
-/** Date.now as the process started: what a `coldCache` run skews, and puts back. */
-export const REAL_NOW = Date.now;
-
-/** How far the clock moves after each answer of a `coldCache` run: past the cache's five minutes. */
+/** How far a cold clock moves at each step: past the prompt cache's five minutes. */
 const COLD_GAP_MS = 6 * 60_000;
-/** `coldCache` runs in progress, and how far they have moved Date.now. */
-let coldRuns = 0;
+const REAL_NOW = Date.now;
+/** Cold clocks in use, and how far they have moved Date.now between them. */
+let coldUsers = 0;
 let coldSkew = 0;
+
+/**
+ * Date.now moved six minutes forward at every `step`, until `restore`: a session on it finds
+ * the prompt cache cold before every call. Clocks in use at once share the one skew, and
+ * the last to be restored puts Date.now back.
+ */
+export function coldDateNow(): { step(): void; restore(): void } {
+  if (coldUsers++ === 0) Date.now = () => REAL_NOW() + coldSkew;
+  let restored = false;
+  return {
+    step: () => {
+      coldSkew += COLD_GAP_MS;
+    },
+    restore: () => {
+      if (restored) return;
+      restored = true;
+      if (--coldUsers === 0) Date.now = REAL_NOW;
+    },
+  };
+}
 
 /** A clock six minutes later at every reading: a Compactor's cache is always cold on it. */
 export function coldClock(): () => number {
@@ -165,10 +183,10 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
   const workdir = options.workdir ?? tempWorkspace(chapter.id);
   if (options.files) writeFiles(workdir, options.files);
   const model = options.model ?? new ScriptedModel(options.steps ?? []);
-  if (options.coldCache && coldRuns++ === 0) Date.now = () => REAL_NOW() + coldSkew;
+  const cold = options.coldCache ? coldDateNow() : null;
   const answer = (request: Anthropic.MessageCreateParams) => {
     const reply = model.answer(request);
-    if (options.coldCache) coldSkew += COLD_GAP_MS;
+    cold?.step();
     return reply;
   };
   const server = options.server ?? (await startFakeServer({ model: answer }));
@@ -204,8 +222,7 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
       model,
     };
   } finally {
-    // The last cold run to end puts the clock back (runs of one test may overlap).
-    if (options.coldCache && --coldRuns === 0) Date.now = REAL_NOW;
+    cold?.restore();
     if (!options.server) await server.close();
   }
 }

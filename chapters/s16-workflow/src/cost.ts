@@ -19,7 +19,8 @@
  * write, cache read, in dollars per million tokens). The usage line ends with the turn's
  * price, `/cost` prints the session's totals and so does the end of the session; a model
  * not in the table is counted in tokens only. `/context` shows what the next request would
- * carry: the system prompt (stable and dynamic parts), the tools and the messages, by size.
+ * carry: the system prompt (its stable part; the dynamic sections go as reminders in the
+ * messages), the tools and the messages, by size.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import {
@@ -32,7 +33,7 @@ import {
 } from "shared";
 import type { Mechanism } from "./contract.ts";
 import type { Harness } from "./harness.ts";
-import { joinParts, type SystemParts } from "./prompt.ts";
+import type { SystemParts } from "./prompt.ts";
 
 type MessageParam = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
@@ -173,8 +174,9 @@ export function describeContext(
 ): string {
   const size = (value: unknown) =>
     (typeof value === "string" ? value : JSON.stringify(value)).length;
-  const system = joinParts(parts);
+  // The system prompt is the stable part; the dynamic sections ride in the messages.
   const stable = parts.stable.length;
+  const dynamic = parts.notes.reduce((sum, note) => sum + note.text.length, 0);
   const toolChars = tools.map((tool) => [tool.name, size(tool)] as const);
   const largest = [...toolChars].sort((a, b) => b[1] - a[1]).slice(0, 3);
   const kinds = new Map<string, { count: number; chars: number }>();
@@ -190,11 +192,11 @@ export function describeContext(
   }
   const toolTotal = toolChars.reduce((sum, [, chars]) => sum + chars, 0);
   const messageTotal = [...kinds.values()].reduce((sum, kind) => sum + kind.chars, 0);
-  const total = system.length + toolTotal + messageTotal;
+  const total = stable + toolTotal + messageTotal;
   const kindText = [...kinds].map(([kind, { count, chars }]) => `${kind} ${count} (${chars})`);
   return [
     `[context] the next request would carry about ${Math.ceil(total / CHARS_PER_TOKEN)} tokens (${total} characters):`,
-    `  system prompt  ${system.length} chars (stable ${stable}, dynamic ${system.length - stable})`,
+    `  system prompt  ${stable} chars (dynamic sections ${dynamic} chars, sent as reminders)`,
     `  tools (${tools.length})  ${toolTotal} chars; largest: ${largest.map(([name, chars]) => `${name} ${chars}`).join(", ")}`,
     `  messages (${history.length})  ${messageTotal} chars${kindText.length ? `: ${kindText.join(", ")}` : ""}`,
   ].join("\n");

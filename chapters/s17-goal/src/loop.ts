@@ -106,7 +106,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
   const workdirNow = () =>
     typeof config.workdir === "function" ? config.workdir() : config.workdir;
   const signal = config.signal ?? new AbortController().signal;
-  // The parts of the coming call's prompt, when it was built in parts (sent as two blocks).
+  // The parts of the coming call's prompt, when it was built in parts (remind, systemBlocks).
   let parts: SystemParts | null = null;
   // What goes out as the system prompt: a prompt built in parts sends only its stable part.
   const systemNow = (): string => {
@@ -236,12 +236,11 @@ function remind(messages: MessageParam[], notes: PromptSection[]): void {
   for (const message of messages) {
     if (message.role !== "user" || typeof message.content === "string") continue;
     for (const block of message.content) {
-      if (block.type === "text" && block.text.startsWith("<system-reminder>"))
-        texts.add(block.text);
+      if (block.type === "text" && block.text.startsWith(REMINDER_OPEN)) texts.add(block.text);
     }
   }
   const blocks: Anthropic.TextBlockParam[] = [];
-  const reminder = (text: string) => `<system-reminder>\n${text}\n</system-reminder>`;
+  const reminder = (text: string) => `${REMINDER_OPEN}${text}\n</system-reminder>`;
   for (const note of notes) {
     const text = reminder(note.text);
     if (sent.get(note.id) === text && texts.has(text)) continue;
@@ -260,6 +259,8 @@ function remind(messages: MessageParam[], notes: PromptSection[]): void {
     typeof newest.content === "string" ? [{ type: "text", text: newest.content }] : newest.content;
   newest.content = [...content, ...blocks];
 }
+
+const REMINDER_OPEN = "<system-reminder>\n";
 
 /** The reminder each history was last sent per section id (remind). */
 const delivered = new WeakMap<MessageParam[], Map<string, string>>();
