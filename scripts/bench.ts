@@ -17,9 +17,14 @@
  *       process's exit (PNPM_START_RUNS runs)
  *   RSS at start = max RSS (MiB) of `node --import tsx/esm src/main.ts`, stdin at EOF (median of
  *       RSS_START_RUNS runs); the preload scripts/bench-rss.mjs reports it at exit
- *   RSS 300 rounds = the same, over a session of SESSION_ROUNDS bash rounds against the fake
+ *   RSS 300 rounds = the same, over a session of SESSION_ROUNDS `bash true` rounds against the fake
  *       Messages API (prompt on stdin, then EOF)
  *   api log / transcript = bytes that session left under <WORKDIR>/.harness/logs/
+ *
+ * The same sessions give a round table: the client's own ms per `bash true` round (from one
+ * answer of the fake API to the next request), median of rounds 1–100, and the first and last
+ * 20 rounds to show whether it stays flat; its first row is scripts/bench-floor.ts, a bare
+ * loop shaped like the TypeScript port's (the SDK's create and spawnSync, nothing else).
  *
  * From s15 on (prompt caching), a caching table: a session of CACHE_TURNS turns a minute
  * apart on a clock the bench moves, each reading a 3 KiB file, against the fake API's cache
@@ -89,13 +94,13 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-/** One bash call per round, then a final answer. */
+/** One `bash true` call per round, then a final answer. */
 function benchModel(rounds: number) {
   let calls = 0;
   return (_request: MessageRequest): ScriptedAnswer => {
     calls++;
     if (calls > rounds) return reply(text("Benchmark finished."));
-    return reply(text(`Round ${calls}.`), toolUse("bash", { command: `echo round ${calls}` }));
+    return reply(text(`Round ${calls}.`), toolUse("bash", { command: "true" }));
   };
 }
 
@@ -208,6 +213,40 @@ export interface ProcessBench {
   /** Bytes under .harness/logs/ after the session, by kind ("other": any further file). */
   logBytes: { api: number; transcript: number; other: number };
   sessionWallMs: number;
+  round: RoundTiming;
+}
+
+/** Rounds of a process session whose median is "the" cost of a round. */
+export const ROUND_WINDOW = 100;
+/** Rounds at each end of a session compared to see whether a round's cost stays flat. */
+export const ROUND_ENDS = 20;
+
+export interface RoundTiming {
+  /** Median of rounds 1–ROUND_WINDOW, ms. */
+  medianMs: number;
+  /** Median of the first ROUND_ENDS rounds and of the last ROUND_ENDS rounds, ms. */
+  firstMs: number;
+  lastMs: number;
+}
+
+/**
+ * The client's own time per round of a session: from the fake API's answer, fully written,
+ * to the next request's arrival. That is the tool, the SDK and the harness's bookkeeping,
+ * not the fake API's work. `requests` are the session's main calls in order, one more than
+ * its rounds.
+ */
+export function roundTimes(requests: Array<Pick<ReceivedRequest, "timing">>): RoundTiming {
+  const gaps = requests.slice(1).map((next, i) => {
+    const answered = requests[i]!.timing.answeredMs;
+    if (answered === null) throw new Error(`request ${i + 1} was never answered`);
+    return next.timing.receivedMs - answered;
+  });
+  if (gaps.length === 0) throw new Error("no round: a session needs two requests at least");
+  return {
+    medianMs: median(gaps.slice(0, ROUND_WINDOW)),
+    firstMs: median(gaps.slice(0, ROUND_ENDS)),
+    lastMs: median(gaps.slice(-ROUND_ENDS)),
+  };
 }
 
 interface ProcessRun {
@@ -412,6 +451,7 @@ export async function benchProcess(dir: string, rounds = SESSION_ROUNDS): Promis
       sessionRssMiB: rssMiB,
       logBytes: logSizes(path.join(temp.workdir, ".harness", "logs")),
       sessionWallMs: run.exitMs,
+      round: roundTimes(server.requests.filter(isMainRequest).slice(0, rounds + 1)),
     };
   } finally {
     await server.close();
@@ -446,6 +486,52 @@ function formatProcesses(results: ProcessBench[]): string {
     );
   }
   return lines.join("\n");
+}
+
+const FLOOR_SCRIPT = path.join(ROOT, "scripts", "bench-floor.ts");
+
+/** scripts/bench-floor.ts over the same session: the round table's first row. */
+export async function benchFloor(rounds = SESSION_ROUNDS): Promise<RoundTiming> {
+  const server = await startFakeServer({ model: benchModel(rounds) });
+  const temp = processTemp("harness-floor-");
+  try {
+    const run = await runProcess(
+      [process.execPath, "--import", "tsx/esm", FLOOR_SCRIPT, temp.workdir],
+      {
+        cwd: ROOT,
+        env: childEnv({ ANTHROPIC_BASE_URL: server.url }),
+        input: "run the benchmark\n",
+      },
+    );
+    const what = `the floor loop (${path.relative(ROOT, FLOOR_SCRIPT)})`;
+    if (run.code !== 0) throw processFailure(what, run, "did not exit cleanly");
+    if (server.requests.length !== rounds + 1) {
+      throw processFailure(what, run, `${server.requests.length} requests, expected ${rounds + 1}`);
+    }
+    return roundTimes(server.requests);
+  } finally {
+    await server.close();
+    rmSync(temp.root, { recursive: true, force: true });
+  }
+}
+
+export function formatRounds(floor: RoundTiming | null, results: ProcessBench[]): string {
+  const ms = (n: number) => n.toFixed(2);
+  const row = (name: string, r: RoundTiming) =>
+    `| ${name} | ${ms(r.medianMs)} | ${ms(r.firstMs)} | ${ms(r.lastMs)} | ${(r.lastMs / r.firstMs).toFixed(2)} |`;
+  return [
+    `A tool round as a process: the same ${SESSION_ROUNDS}-round sessions, each round one \`bash true\`. ` +
+      "The client's own ms per round, from the fake API's answer to the next request (the tool, " +
+      `the SDK and the harness, not the fake API): median of rounds 1–${ROUND_WINDOW}, of the first ` +
+      `${ROUND_ENDS} and of the last ${ROUND_ENDS} rounds. The floor is a bare loop shaped like the ` +
+      "TypeScript port's (scripts/bench-floor.ts: the SDK's create and spawnSync, no log, no " +
+      "streaming, no mechanism).",
+    "",
+    `| loop | ms per round | rounds 1–${ROUND_ENDS} | last ${ROUND_ENDS} | last / first |`,
+    "|---|--:|--:|--:|--:|",
+    ...(floor ? [row("floor", floor)] : []),
+    ...results.map((r) => row(r.chapter, r.round)),
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -907,7 +993,11 @@ if (isEntry(import.meta.url)) {
     );
     processes.push(result);
   }
-  if (processes.length > 0) process.stdout.write(`\n${formatProcesses(processes)}\n`);
+  if (processes.length > 0) {
+    process.stdout.write(`\n${formatProcesses(processes)}\n`);
+    process.stderr.write("bench the floor loop as a process ...\n");
+    process.stdout.write(`\n${formatRounds(await benchFloor(), processes)}\n`);
+  }
   const caching: CacheBench[] = [];
   for (const dir of dirs.filter((d) =>
     existsSync(path.join(ROOT, "chapters", d, "src", "cost.ts")),

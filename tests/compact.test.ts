@@ -933,6 +933,21 @@ describe.each(carried(chaptersFrom("s08"), MODULE_CHAPTERS, COMPACT))(
           const history = [user("hello"), said("hi")];
           expect(compact.requestSize(history, 0)).toBe(JSON.stringify(history).length);
           expect(compact.requestSize(history, 1_234)).toBe(JSON.stringify(history).length + 1_234);
+          expect(compact.requestSize([], 0)).toBe(2);
+        });
+
+        it("requestSize measures a message again when its content is replaced", () => {
+          const history = [user("task"), calls("toolu_1"), results([["toolu_1", "ok"]])];
+          expect(compact.requestSize(history, 0)).toBe(JSON.stringify(history).length);
+          const last = history[2]!;
+          last.content = [
+            ...(last.content as unknown[]),
+            { type: "text", text: "x".repeat(500) },
+          ] as typeof last.content;
+          history.push(user("more"));
+          expect(compact.requestSize(history, 0)).toBe(JSON.stringify(history).length);
+          history[0]!.content = "a longer task than before";
+          expect(compact.requestSize(history, 0)).toBe(JSON.stringify(history).length);
         });
 
         it("summarises when the overhead alone passes the limit, not otherwise", async () => {

@@ -4,8 +4,12 @@
  * with what the fake API actually received, through each chapter's real `main`, with
  * compaction rewriting the history (s08+) and side calls and a subagent in between.
  */
+
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
-import { readRequests } from "shared";
+import { createSessionLog, readRequests } from "shared";
 import {
   type MessageRequest,
   offersTools,
@@ -87,5 +91,43 @@ describe("session log size", () => {
     const large = await logBytes(24);
     // Four times the rounds: about four times the log (a whole request per round would be ~16x).
     expect(large / small).toBeLessThan(5);
+  });
+});
+
+// A message is serialised once and reused while it is the same object with the same content.
+describe("session log reuse", () => {
+  it("notices a message whose content was replaced on the same object", () => {
+    const workdir = mkdtempSync(path.join(os.tmpdir(), "harness-log-"));
+    try {
+      const log = createSessionLog({ workdir });
+      const messages: Anthropic.MessageParam[] = [
+        { role: "user", content: "first" },
+        { role: "assistant", content: [{ type: "text", text: "ok" }] },
+        { role: "user", content: [{ type: "text", text: "second" }] },
+      ];
+      const params = (): Request => ({
+        model: "m",
+        max_tokens: 1,
+        messages: structuredClone(messages),
+      });
+      const sent = [params()];
+      log.request({ model: "m", max_tokens: 1, messages });
+      messages[2]!.content = [{ type: "text", text: "second, edited" }];
+      sent.push(params());
+      log.request({ model: "m", max_tokens: 1, messages });
+      messages.push({ role: "assistant", content: "done" });
+      sent.push(params());
+      log.request({ model: "m", max_tokens: 1, messages });
+      const api = readFileSync(log.apiPath, "utf8");
+      expect(readRequests(api).map((entry) => entry.params)).toEqual(sent);
+      // Only what changed is written: the edited message once, then the new one alone.
+      const keeps = api
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line).data.keep);
+      expect(keeps).toEqual([0, 2, 3]);
+    } finally {
+      rmSync(workdir, { recursive: true, force: true });
+    }
   });
 });

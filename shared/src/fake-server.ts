@@ -45,6 +45,12 @@ export interface ReceivedRequest {
    * 400, 401 or 404 it produced itself), or null. A refused request never consumes a step.
    */
   rejected: string | null;
+  /**
+   * When the request arrived (its headers) and when its answer was fully written, in
+   * `performance.now()` ms of the server's process; `answeredMs` is null until then.
+   * The time between one answer and the next request is the client's own (the benchmark).
+   */
+  timing: { receivedMs: number; answeredMs: number | null };
 }
 
 export interface FakeServerOptions {
@@ -888,7 +894,11 @@ export async function startFakeServer(opts: FakeServerOptions): Promise<FakeServ
       rawBody: "",
       body: undefined,
       rejected: null,
+      timing: { receivedMs: performance.now(), answeredMs: null },
     };
+    res.on("finish", () => {
+      record.timing.answeredMs = performance.now();
+    });
     requests.push(record);
     const rawBody = await readBody(req);
     record.rawBody = rawBody;

@@ -70,12 +70,17 @@ export function createSessionLog(options: SessionLogOptions): SessionLog {
     appendFileSync(file, scrub(text));
   };
 
-  const record = (kind: string, data: unknown, scope = "main") => {
-    const line = JSON.stringify({ ts: clock().toISOString(), kind, scope, data });
-    append(apiPath, `${line}\n`);
+  // One JSON line; `data` is JSON text already (undefined: the line has no data).
+  const line = (kind: string, data: string | undefined, scope: string) => {
+    const head = JSON.stringify({ ts: clock().toISOString(), kind, scope });
+    append(apiPath, `${data === undefined ? head : `${head.slice(0, -1)},"data":${data}}`}\n`);
   };
+  const record = (kind: string, data: unknown, scope = "main") =>
+    line(kind, JSON.stringify(data), scope);
+  // Each kind's last value, its JSON text and digest: an unchanged prompt is hashed once.
+  const lastDigest = new Map<string, { value: unknown; json: string; digest: string }>();
   const written = new Set<string>();
-  const previous = new Map<string, string[]>();
+  const previous = new Map<string, Sent[]>();
 
   return {
     sessionId: randomBytes(8).toString("hex"),
@@ -86,30 +91,33 @@ export function createSessionLog(options: SessionLogOptions): SessionLog {
       const { system, tools, messages, ...rest } = params;
       const digestOf = (kind: "system" | "tools", value: unknown) => {
         if (value === undefined) return null;
-        const digest = digest16(JSON.stringify(value));
+        const last = lastDigest.get(kind);
+        // The same list again (toolSpecs gives one per tool map): nothing to serialise.
+        const json = last?.value === value ? last.json : JSON.stringify(value);
+        const digest = last?.json === json ? last.digest : digest16(json);
+        lastDigest.set(kind, { value, json, digest });
         if (!written.has(`${kind}:${digest}`)) {
           written.add(`${kind}:${digest}`);
           record(kind, { digest, [kind]: value }, scope);
         }
         return digest;
       };
-      const texts = messages.map((message) => JSON.stringify(message));
       const before = previous.get(scope) ?? [];
+      const sent = messages.map((message, i) => sentAs(message, before[i]));
       let keep = 0;
-      while (keep < before.length && keep < texts.length && before[keep] === texts[keep]) keep++;
-      previous.set(scope, texts);
-      record(
-        "request",
-        {
-          ...rest,
-          system: digestOf("system", system),
-          tools: digestOf("tools", tools),
-          count: messages.length,
-          keep,
-          messages: messages.slice(keep),
-        },
-        scope,
-      );
+      while (keep < before.length && keep < sent.length && before[keep]!.json === sent[keep]!.json)
+        keep++;
+      previous.set(scope, sent);
+      const head = JSON.stringify({
+        ...rest,
+        system: digestOf("system", system),
+        tools: digestOf("tools", tools),
+        count: messages.length,
+        keep,
+      });
+      // The new messages' JSON is already at hand: spliced in as the record's last field.
+      const news = sent.slice(keep).map((entry) => entry.json);
+      line("request", `${head.slice(0, -1)},"messages":[${news.join(",")}]}`, scope);
     },
     transcript(title, text, scope = "main") {
       const head = scope === "main" ? title : `${title} [${scope}]`;
@@ -128,6 +136,23 @@ export function nullLog(): SessionLog {
     request() {},
     transcript() {},
   };
+}
+
+/** A message as the previous request of its scope sent it, with its JSON text. */
+interface Sent {
+  message: Anthropic.MessageParam;
+  content: Anthropic.MessageParam["content"];
+  json: string;
+}
+
+/**
+ * The message's JSON, taken from the previous request when it is the same message with the
+ * same content: the harness replaces a message's content rather than editing it in place,
+ * so a long history is not serialised again at every request.
+ */
+function sentAs(message: Anthropic.MessageParam, before: Sent | undefined): Sent {
+  if (before?.message === message && before.content === message.content) return before;
+  return { message, content: message.content, json: JSON.stringify(message) };
 }
 
 function digest16(text: string): string {

@@ -84,13 +84,33 @@ export function toolMap(tools: ToolDefinition[]): ToolMap {
   return map;
 }
 
-/** What the API is sent for each tool. */
+/**
+ * What the API is sent for each tool. The same map with the same tools gives the same
+ * (frozen) list, so what a request repeats from the last one can be told by identity.
+ */
 export function toolSpecs(tools: ToolMap): Anthropic.Tool[] {
-  return [...tools.values()].map((tool) => ({
-    name: tool.name,
-    description: tool.description,
-    input_schema: tool.input_schema as Anthropic.Tool.InputSchema,
-  }));
+  const known = specsOf.get(tools);
+  if (known && sameTools(known.tools, tools)) return known.specs;
+  const list = [...tools.values()];
+  // Frozen: every caller shares it (the SDK only reads it).
+  const specs = Object.freeze(
+    list.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.input_schema as Anthropic.Tool.InputSchema,
+    })),
+  ) as Anthropic.Tool[];
+  specsOf.set(tools, { tools: list, specs });
+  return specs;
+}
+
+const specsOf = new WeakMap<ToolMap, { tools: ToolDefinition[]; specs: Anthropic.Tool[] }>();
+
+function sameTools(list: ToolDefinition[], tools: ToolMap): boolean {
+  if (list.length !== tools.size) return false;
+  let i = 0;
+  for (const tool of tools.values()) if (tool !== list[i++]) return false;
+  return true;
 }
 
 /** The error a call with bad input gets: it names the tool and the problem. */

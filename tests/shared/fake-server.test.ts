@@ -101,6 +101,20 @@ describe("fake server: answers", () => {
     expect(server.requests[0]!.body).toMatchObject({ model: MODEL, max_tokens: 1024 });
   });
 
+  it("times each request from its arrival to its answer, streamed or not", async () => {
+    const server = await start([{ reply: reply(text("one")) }, { reply: reply(text("two")) }]);
+    const before = performance.now();
+    await clientFor(server).messages.create(params());
+    await clientFor(server).messages.stream(params()).finalMessage();
+    const after = performance.now();
+    const [first, second] = server.requests.map((r) => r.timing);
+    expect(first!.receivedMs).toBeGreaterThanOrEqual(before);
+    expect(first!.answeredMs).toBeGreaterThanOrEqual(first!.receivedMs);
+    expect(second!.receivedMs).toBeGreaterThanOrEqual(first!.answeredMs!);
+    expect(second!.answeredMs).toBeGreaterThanOrEqual(second!.receivedMs);
+    expect(second!.answeredMs).toBeLessThanOrEqual(after);
+  });
+
   it("uses the reply's usage and stop reason when the script gives them", async () => {
     const server = await start([
       {

@@ -6,7 +6,13 @@
  */
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { check, type FromSchema, type JsonSchema } from "../../shared/src/schema.ts";
-import { checkInput, defineTool, type ToolDefinition } from "../../shared/src/tool.ts";
+import {
+  checkInput,
+  defineTool,
+  type ToolDefinition,
+  toolMap,
+  toolSpecs,
+} from "../../shared/src/tool.ts";
 
 const problem = (schema: JsonSchema, value: unknown) => {
   const checked = check(schema, value);
@@ -251,5 +257,35 @@ describe("defineTool and checkInput", () => {
       enum: ["text", "bytes"],
       default: "text",
     });
+  });
+});
+
+describe("toolSpecs", () => {
+  const tool = (name: string) =>
+    defineTool({
+      name,
+      aliases: [],
+      description: `the ${name} tool`,
+      input_schema: { type: "object", properties: {} },
+      run: async () => ({ content: "" }),
+    });
+
+  it("gives the same frozen list for the same tools, a new one when the map's tools change", () => {
+    const [a, b] = [tool("a"), tool("b")];
+    const tools = toolMap([a, b]);
+    const specs = toolSpecs(tools);
+    expect(specs).toEqual([
+      { name: "a", description: "the a tool", input_schema: { type: "object", properties: {} } },
+      { name: "b", description: "the b tool", input_schema: { type: "object", properties: {} } },
+    ]);
+    expect(toolSpecs(tools)).toBe(specs);
+    expect(Object.isFrozen(specs)).toBe(true);
+    // Another map with the same tools is another list, equal to the first.
+    expect(toolSpecs(toolMap([a, b]))).not.toBe(specs);
+    // A map changed after the fact is read again, not served from memory.
+    tools.set("c", tool("c"));
+    expect(toolSpecs(tools).map((spec) => spec.name)).toEqual(["a", "b", "c"]);
+    tools.set("a", tool("a"));
+    expect(toolSpecs(tools)).not.toBe(specs);
   });
 });

@@ -288,7 +288,26 @@ export function summaryInput(json: string, limit: number): string {
 
 /** The size estimate: compact JSON of the history plus the system prompt and tools. */
 export function requestSize(messages: MessageParam[], overheadChars: number): number {
-  return JSON.stringify(messages).length + overheadChars;
+  // "[" and "]", and a comma between two messages.
+  let chars = 2 + Math.max(0, messages.length - 1);
+  for (const message of messages) chars += messageChars(message);
+  return chars + overheadChars;
+}
+
+/** Each message's JSON length, with the content it was measured with. */
+const measured = new WeakMap<MessageParam, { content: MessageParam["content"]; chars: number }>();
+
+/**
+ * A message's JSON length, measured once: the size is asked before every call, and the
+ * history grows. Mechanisms give a message new content rather than editing its blocks in
+ * place, so the same content is the same length.
+ */
+function messageChars(message: MessageParam): number {
+  const known = measured.get(message);
+  if (known?.content === message.content) return known.chars;
+  const chars = JSON.stringify(message).length;
+  measured.set(message, { content: message.content, chars });
+  return chars;
 }
 
 const toolsChars = new WeakMap<ToolMap, number>();

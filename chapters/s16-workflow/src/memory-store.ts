@@ -5,7 +5,7 @@
  * plus rename. A record whose frontmatter cannot be read is listed (with its file name as
  * its name) and never rewritten.
  */
-import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { harnessPath, onFirstUse, writeFileAtomic } from "shared";
 import { parseFrontmatter } from "./frontmatter.ts";
@@ -158,8 +158,11 @@ export class MemoryStore {
   }
 
   readIndex(): string {
+    const file = this.pathOf(INDEX_FILE, true);
+    // Asked before every model call, and usually absent: a failed read costs an exception.
+    if (!existsSync(file)) return "";
     try {
-      return readFileSync(this.pathOf(INDEX_FILE, true), "utf8").trim();
+      return readFileSync(file, "utf8").trim();
     } catch {
       return "";
     }

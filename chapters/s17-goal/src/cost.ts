@@ -47,14 +47,15 @@ const marked = (value: unknown) =>
 
 /** Breakpoints `params` already carries (system blocks, tools, message blocks). */
 function marks(params: MessageParams): number {
-  const blocks = [
-    ...(Array.isArray(params.system) ? params.system : []),
-    ...(params.tools ?? []),
-    ...params.messages.flatMap((message) =>
-      typeof message.content === "string" ? [] : message.content,
-    ),
-  ];
-  return blocks.filter(marked).length;
+  let count = 0;
+  const tally = (blocks: readonly unknown[]) => {
+    for (const block of blocks) if (marked(block)) count++;
+  };
+  if (Array.isArray(params.system)) tally(params.system);
+  tally(params.tools ?? []);
+  for (const message of params.messages)
+    if (typeof message.content !== "string") tally(message.content);
+  return count;
 }
 
 /** The system prompt with a breakpoint on its first block: the stable part, or all of it. */
