@@ -126,6 +126,16 @@ describe.each(moduleVersions("s15", ["cost.ts", "prompt.ts"]))(
       const full = cost.withCacheBreakpoints(base([marked(4), answer], "S"));
       expect(marks(full)).toBe(4);
       expect(full.system).toBe("S");
+      // A message given new content is counted again: here, one breakpoint fewer.
+      const history = [marked(4), answer];
+      expect(marks(cost.withCacheBreakpoints(base(history, "S")))).toBe(4);
+      history[0] = {
+        ...history[0]!,
+        content: (history[0]!.content as unknown[]).slice(1),
+      } as Anthropic.MessageParam;
+      const after = cost.withCacheBreakpoints(base(history, "S"));
+      expect(marks(after)).toBe(4);
+      expect(after.system).not.toBe("S");
       const thinking: Anthropic.MessageParam = {
         role: "assistant",
         content: [{ type: "thinking", thinking: "hm", signature: "s" }],

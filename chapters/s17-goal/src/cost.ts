@@ -47,14 +47,26 @@ const marked = (value: unknown) =>
 
 /** Breakpoints `params` already carries (system blocks, tools, message blocks). */
 function marks(params: MessageParams): number {
-  let count = 0;
-  const tally = (blocks: readonly unknown[]) => {
-    for (const block of blocks) if (marked(block)) count++;
-  };
-  if (Array.isArray(params.system)) tally(params.system);
-  tally(params.tools ?? []);
+  let count = Array.isArray(params.system) ? params.system.filter(marked).length : 0;
+  if (params.tools) count += marksIn(params.tools);
   for (const message of params.messages)
-    if (typeof message.content !== "string") tally(message.content);
+    if (typeof message.content !== "string") count += marksIn(message.content);
+  return count;
+}
+
+/** Breakpoints per list of blocks, counted once while the list lives (a history only grows). */
+const counted = new WeakMap<readonly unknown[], number>();
+
+/**
+ * The breakpoints in one list. Mechanisms give a message new content rather than editing its
+ * blocks in place, and the tools come as one list per tool map, so a list counted is known.
+ */
+function marksIn(blocks: readonly unknown[]): number {
+  let count = counted.get(blocks);
+  if (count === undefined) {
+    count = blocks.filter(marked).length;
+    counted.set(blocks, count);
+  }
   return count;
 }
 
