@@ -617,6 +617,28 @@ export const MUTATIONS: Mutation[] = [
     tests: ["loop.test.ts"],
   },
   {
+    id: "s04-hooks-course-tool-names",
+    file: "chapters/s04-hooks/src/hooks.ts",
+    search: "    tool_name: tool?.claudeCode?.name ?? call.name,",
+    replace: "    tool_name: call.name,",
+    description: "hooks written for Claude Code see the course's tool names (bash, write_file)",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s04-tools-relative-file-path",
+    file: "chapters/s04-hooks/src/tools.ts",
+    search:
+      "    input: (input, workdir) => ({\n" +
+      "      file_path: path.resolve(workdir, input.path),\n" +
+      "      content: input.content,",
+    replace:
+      "    input: (input, workdir) => ({\n" +
+      "      file_path: input.path,\n" +
+      "      content: input.content,",
+    description: "a Write hook reads a workspace-relative file_path, not an absolute one",
+    tests: ["hooks.test.ts"],
+  },
+  {
     id: "s08-compact-size-kept-after-new-content",
     file: "chapters/s08-compact/src/compact.ts",
     search: "if (known?.content === message.content) return known.chars;",

@@ -135,7 +135,7 @@ const SCENARIOS: Record<string, Scenario> = {
       const input = JSON.parse(readFileSync(path.join(workdir, "hook-input.json"), "utf8"));
       expect(input).toMatchObject({
         hook_event_name: "PreToolUse",
-        tool_name: "bash",
+        tool_name: "Bash",
         tool_input: { command: "echo hi" },
       });
       expect(stdout).toContain("[hook] PreToolUse (matcher Bash): cat > hook-input.json");

@@ -101,6 +101,35 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
   const call = { id: "toolu_1", name: "bash", input: { command: "echo hi" } };
 
   if (MODULE_CHAPTERS.has(chapter.id)) {
+    describe("a call as Claude Code names it", () => {
+      it("maps each tool Claude Code has, and leaves the rest as they are", () => {
+        const run = { workdir: "/w", tools: toolMap(base) };
+        const view = (name: string, input: Record<string, unknown>) =>
+          hooks.claudeCodeCall({ id: "toolu_1", name, input }, run);
+        expect(view("bash", { command: "ls" })).toEqual({
+          tool_name: "Bash",
+          tool_input: { command: "ls" },
+        });
+        expect(view("read_file", { path: "a/b.txt", offset: 0, limit: 5 })).toEqual({
+          tool_name: "Read",
+          tool_input: { file_path: "/w/a/b.txt", offset: 1, limit: 5 },
+        });
+        expect(view("read_file", { path: "/etc/hosts" })).toEqual({
+          tool_name: "Read",
+          tool_input: { file_path: "/etc/hosts" },
+        });
+        expect(view("glob", { pattern: "**/*.ts" })).toEqual({
+          tool_name: "Glob",
+          tool_input: { pattern: "**/*.ts", path: "/w" },
+        });
+        // A tool Claude Code lacks (or one this chapter does not know) keeps its own shape.
+        expect(view("mcp__docs__search", { q: "x" })).toEqual({
+          tool_name: "mcp__docs__search",
+          tool_input: { q: "x" },
+        });
+      });
+    });
+
     describe("the bus", () => {
       it("runs hooks in registration order and stops at the first result", async () => {
         const { bus: b, context } = bus();
@@ -292,7 +321,8 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       expect(pre).toMatchObject({
         cwd: run.workdir,
         hook_event_name: "PreToolUse",
-        tool_name: "bash",
+        permission_mode: "default",
+        tool_name: "Bash",
         tool_input: { command: "echo seen" },
         tool_use_id: "toolu_seen",
       });
@@ -308,6 +338,61 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       expect(run.output).toContain(
         '[hook] PreToolUse (matcher Bash): cat > "$CLAUDE_PROJECT_DIR/pre.json"',
       );
+    });
+
+    it("gives hooks written for Claude Code its tool names, field names and absolute paths", async () => {
+      // A validator in the shape of Claude Code's documentation: it checks tool_name.
+      const validator =
+        "node -e \"const i=JSON.parse(require('fs').readFileSync(0,'utf8'));" +
+        "if(i.tool_name==='Bash'&&/\\bgrep\\b/.test(i.tool_input.command)){" +
+        "console.error('Use rg instead of grep');process.exit(2)}\"";
+      const capture = '(cat; echo) >> "$CLAUDE_PROJECT_DIR/edits.jsonl"';
+      const run = await runChapter(chapter, {
+        files: {
+          ...settingsWith({
+            PreToolUse: [["Bash", validator]],
+            PostToolUse: [["Edit|Write", capture]],
+          }),
+          "notes.txt": "one\ntwo\n",
+        },
+        prompts: ["go"],
+        steps: [
+          {
+            reply: reply(
+              toolUse("bash", { command: "grep -r two ." }),
+              toolUse("write_file", { path: "src/new.txt", content: "hello" }),
+              toolUse("edit_file", { path: "notes.txt", old_text: "two", new_text: "2" }),
+              toolUse("read_file", { path: "notes.txt", offset: 1 }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      const results = lastToolResults(run.requests[1]!);
+      expect(results[0]).toMatchObject({
+        content: expect.stringContaining("Use rg instead of grep"),
+        is_error: true,
+      });
+      const seen = readFileSync(path.join(run.workdir, "edits.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(seen).toMatchObject([
+        {
+          tool_name: "Write",
+          tool_input: { file_path: path.join(run.workdir, "src/new.txt"), content: "hello" },
+        },
+        {
+          tool_name: "Edit",
+          tool_input: {
+            file_path: path.join(run.workdir, "notes.txt"),
+            old_string: "two",
+            new_string: "2",
+          },
+        },
+      ]);
+      // The Read call matched neither hook: the matcher reads Claude Code's names too.
+      expect(seen).toHaveLength(2);
     });
 
     it("blocks on exit code 2 with stderr as the reason the model reads", async () => {

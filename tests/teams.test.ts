@@ -945,7 +945,7 @@ describe.concurrent.each(carried(chaptersFrom("s13"), TEAMS))(
       const hook = JSON.parse(readFileSync(path.join(workdir, "hook.json"), "utf8").trim());
       expect(hook).toMatchObject({
         hook_event_name: "PreToolUse",
-        tool_name: "bash",
+        tool_name: "Bash",
         agent_name: "dave",
       });
     });

@@ -53,6 +53,12 @@ export interface ToolDefinition<Input = unknown> {
   run(input: Input, context: ToolContext): Promise<ToolOutput>;
   /** What a call with this (parsed) input touches; absent or null: nothing a gate checks. */
   target?(input: Input): ToolTarget | null;
+  /**
+   * The same tool in Claude Code, for scripts written for it: its name there, and the input
+   * as it takes it (its field names, paths absolute; absent: the input as it is). Absent: a
+   * tool Claude Code lacks, which keeps its own name.
+   */
+  claudeCode?: { name: string; input?(input: Input, workdir: string): Record<string, unknown> };
 }
 
 /**

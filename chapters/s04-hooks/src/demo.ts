@@ -22,7 +22,7 @@ appendFileSync("bash-commands.log", \`\${call.tool_input.command}\\n\`);
 export const PROTECT_ENV_HOOK = `// PreToolUse hook: refuses edits to .env files.
 import { readFileSync } from "node:fs";
 const call = JSON.parse(readFileSync(0, "utf8"));
-const file = call.tool_input.path ?? call.tool_input.file_path ?? "";
+const file = call.tool_input.file_path ?? "";
 if (/(^|\\/)\\.env$/.test(file)) {
   process.stderr.write(".env holds secrets; ask the user to change it by hand.");
   process.exit(2);

@@ -86,6 +86,15 @@ export const readFileTool = defineTool({
     }
   },
   target: (input) => ({ kind: "read", path: input.path }),
+  claudeCode: {
+    name: "Read",
+    // Claude Code's Read counts lines from 1.
+    input: (input, workdir) => ({
+      file_path: path.resolve(workdir, input.path),
+      ...(input.offset === undefined ? {} : { offset: input.offset + 1 }),
+      ...(input.limit === undefined ? {} : { limit: input.limit }),
+    }),
+  },
 });
 
 // ---------------------------------------------------------------------------------------
@@ -117,6 +126,13 @@ export const writeFileTool = defineTool({
     }
   },
   target: (input) => ({ kind: "write", path: input.path }),
+  claudeCode: {
+    name: "Write",
+    input: (input, workdir) => ({
+      file_path: path.resolve(workdir, input.path),
+      content: input.content,
+    }),
+  },
 });
 
 // ---------------------------------------------------------------------------------------
@@ -168,6 +184,14 @@ export const editFileTool = defineTool({
     }
   },
   target: (input) => ({ kind: "write", path: input.path }),
+  claudeCode: {
+    name: "Edit",
+    input: (input, workdir) => ({
+      file_path: path.resolve(workdir, input.path),
+      old_string: input.old_text,
+      new_string: input.new_text,
+    }),
+  },
 });
 
 // ---------------------------------------------------------------------------------------
@@ -291,6 +315,10 @@ export const globTool = defineTool({
   },
   // It reads the workspace, though no one path of it.
   target: () => ({ kind: "read" }),
+  claudeCode: {
+    name: "Glob",
+    input: (input, workdir) => ({ pattern: input.pattern, path: workdir }),
+  },
 });
 
 // ---------------------------------------------------------------------------------------

@@ -67,6 +67,8 @@ export async function runCommandHook(
     session_id: run.log.sessionId,
     transcript_path: run.log.apiPath,
     cwd: run.workdir,
+    // Claude Code's modes; this harness asks for every call the rules do not settle.
+    permission_mode: "default",
     hook_event_name: event,
     ...fields,
   };

@@ -165,6 +165,8 @@ export function bashTool(options: { timeoutMs: number }) {
       return formatRun(run, options.timeoutMs);
     },
     target: ({ command }) => ({ kind: "exec", command }),
+    // The same input in Claude Code: { command }.
+    claudeCode: { name: "Bash" },
   });
 }
 

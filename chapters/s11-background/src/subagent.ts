@@ -46,6 +46,8 @@ export function taskTool(options: SubagentOptions) {
   return defineTool({
     name: "task",
     aliases: ["Task"],
+    // Claude Code's Task takes this prompt too (with a description and a subagent type).
+    claudeCode: { name: "Task" },
     description:
       "Delegate a focused, self-contained job (exploring code, a contained change) to a " +
       "subagent with a fresh context. It sees none of this conversation, so the prompt must " +

@@ -70,6 +70,8 @@ export function todoWriteTool(options: TodoOptions) {
   return defineTool({
     name: "todo_write",
     aliases: ["TodoWrite"],
+    // The same input in Claude Code: { todos: [{ content, status }] }.
+    claudeCode: { name: "TodoWrite" },
     description:
       "Create and manage a task list for your current coding session. Send the whole list " +
       "each time (it replaces the old one); keep exactly one item in_progress while you work.",

@@ -156,8 +156,7 @@ export class HookBus {
     }
     for (const hook of this.matching("PreToolUse", call.name, run.tools)) {
       const outcome = await this.runCommand(hook, run, {
-        tool_name: call.name,
-        tool_input: call.input,
+        ...claudeCodeCall(call, run),
         tool_use_id: call.id,
       });
       if (outcome.block !== null) {
@@ -182,8 +181,7 @@ export class HookBus {
     }
     for (const hook of this.matching("PostToolUse", call.name, run.tools)) {
       const outcome = await this.runCommand(hook, run, {
-        tool_name: call.name,
-        tool_input: call.input,
+        ...claudeCodeCall(call, run),
         tool_use_id: call.id,
         tool_response: output.content,
       });
@@ -371,6 +369,22 @@ export const summaryHook: Hook<"Stop"> = (_messages, context) => {
 };
 
 /** This mechanism's part of the system prompt. */
+/**
+ * A call as a hook written for Claude Code reads it: the tool's name there and the input
+ * with Claude Code's field names and absolute paths, as the tool itself declares them
+ * (`claudeCode`); a tool Claude Code lacks keeps its own name and input.
+ */
+export function claudeCodeCall(
+  call: ToolCall,
+  run: { workdir: string; tools: ToolMap },
+): { tool_name: string; tool_input: unknown } {
+  const tool = run.tools.get(call.name);
+  return {
+    tool_name: tool?.claudeCode?.name ?? call.name,
+    tool_input: tool?.claudeCode?.input?.(call.input, run.workdir) ?? call.input,
+  };
+}
+
 export function hooksSection() {
   return {
     id: "hooks",

@@ -263,6 +263,7 @@ export function loadSkillTool(skills: Skill[], log: SessionLog = nullLog()) {
   return defineTool({
     name: "load_skill",
     aliases: ["Skill"],
+    claudeCode: { name: "Skill" },
     description:
       "Load a skill's full instructions (its whole SKILL.md) by the name shown in the " +
       "Skills catalog. Load a skill before a task it applies to.",
