@@ -625,6 +625,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
   {
+    id: "s04-hooks-transcript-misses-replies",
+    file: "chapters/s04-hooks/src/hooks.ts",
+    search: 'if (run.scope === "main") this.converse(message);',
+    replace: "if (false) this.converse(message);",
+    description: "the Claude Code transcript never gets the model's replies or tool results",
+    tests: ["hooks.test.ts"],
+  },
+  {
     id: "s04-tools-relative-file-path",
     file: "chapters/s04-hooks/src/tools.ts",
     search:

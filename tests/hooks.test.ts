@@ -3,7 +3,7 @@
  * pipeline before every PreToolUse hook, the Stop continuation cap, and command hooks from
  * .claude/settings.json in Claude Code's shape.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { type LoopEvent, nullLog, type SessionLog, type ToolDefinition, toolMap } from "shared";
@@ -328,7 +328,9 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       });
       expect(pre.session_id).toMatch(/^[0-9a-f]{16}$/);
       expect(existsSync(String(pre.transcript_path))).toBe(true);
-      expect(String(pre.transcript_path)).toMatch(/\.harness\/logs\/.*_api\.jsonl$/);
+      expect(pre.transcript_path).toBe(
+        path.join(run.workdir, ".harness", "logs", `${String(pre.session_id)}.jsonl`),
+      );
       expect(read("post")).toMatchObject({ hook_event_name: "PostToolUse", tool_response: "seen" });
       expect(read("prompt")).toMatchObject({
         hook_event_name: "UserPromptSubmit",
@@ -393,6 +395,52 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       ]);
       // The Read call matched neither hook: the matcher reads Claude Code's names too.
       expect(seen).toHaveLength(2);
+    });
+
+    it("keeps a transcript in Claude Code's shape that a Stop hook can read the answer from", async () => {
+      // As Claude Code's published Stop hooks do: the last line whose role is assistant.
+      const lastAnswer =
+        "node -e \"const i=JSON.parse(require('fs').readFileSync(0,'utf8'));" +
+        "const lines=require('fs').readFileSync(i.transcript_path,'utf8').trim().split('\\n');" +
+        'const last=lines.filter(l=>l.includes(\'\\"role\\":\\"assistant\\"\')).pop();' +
+        "const text=JSON.parse(last).message.content.filter(b=>b.type==='text').map(b=>b.text).join('');" +
+        "require('fs').writeFileSync('last-answer.txt',text)\"";
+      const run = await runChapter(chapter, {
+        files: settingsWith({ Stop: [[null, lastAnswer]] }),
+        prompts: ["check it"],
+        steps: [
+          {
+            reply: reply(
+              text("Looking."),
+              toolUse("bash", { command: "echo seen # sk-secret-test-key-123" }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("All "), text("checked.")) },
+        ],
+        // The key reaches the tool call: like the session log, the transcript redacts it.
+        env: { ANTHROPIC_API_KEY: "sk-secret-test-key-123" },
+      });
+      expect(readFileSync(path.join(run.workdir, "last-answer.txt"), "utf8")).toBe("All checked.");
+      const [file] = readdirSync(path.join(run.workdir, ".harness", "logs")).filter((name) =>
+        /^[0-9a-f]{16}\.jsonl$/.test(name),
+      );
+      const written = readFileSync(path.join(run.workdir, ".harness", "logs", file!), "utf8");
+      expect(written).not.toContain("sk-secret-test-key-123");
+      expect(written).toContain("echo seen # [redacted]");
+      const lines = written
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.map((line) => line.type)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(lines[0]).toMatchObject({
+        message: { role: "user", content: expect.stringContaining("check it") },
+        parentUuid: null,
+        cwd: run.workdir,
+      });
+      expect(lines[2]).toMatchObject({
+        message: { role: "user", content: [{ type: "tool_result", content: "seen" }] },
+        parentUuid: lines[1]!.uuid,
+      });
     });
 
     it("blocks on exit code 2 with stderr as the reason the model reads", async () => {

@@ -67,6 +67,7 @@ function memoryLog(): SessionLog & { sections: string[] } {
     transcript(title, text) {
       sections.push(`${title}: ${text}`);
     },
+    redact: (text) => text,
   };
 }
 

@@ -23,7 +23,7 @@ type RequestParams = Anthropic.MessageCreateParams;
 
 export interface SessionLog {
   readonly sessionId: string;
-  /** The raw JSON-lines file (what hook scripts get as `transcript_path`). */
+  /** The raw JSON-lines file. */
   readonly apiPath: string;
   readonly transcriptPath: string;
   /** Appends one raw record: model responses, gate decisions, hook outcomes. */
@@ -32,6 +32,8 @@ export interface SessionLog {
   request(params: RequestParams, scope?: string): void;
   /** Appends one readable section to the transcript. */
   transcript(title: string, text: string, scope?: string): void;
+  /** `text` with every credential the log keeps off the disk replaced (for other files). */
+  redact(text: string): string;
 }
 
 export interface SessionLogOptions {
@@ -123,6 +125,7 @@ export function createSessionLog(options: SessionLogOptions): SessionLog {
       const head = scope === "main" ? title : `${title} [${scope}]`;
       append(transcriptPath, `=== ${head} (${clock().toISOString()})\n${text}\n\n`);
     },
+    redact: scrub,
   };
 }
 
@@ -135,6 +138,7 @@ export function nullLog(): SessionLog {
     record() {},
     request() {},
     transcript() {},
+    redact: (text) => text,
   };
 }
 

@@ -46,6 +46,8 @@ export interface CommandHookRun {
   scope: string;
   signal: AbortSignal;
   log: SessionLog;
+  /** The conversation in Claude Code's shape (transcript.ts), handed to the hook. */
+  transcriptPath: string;
   /** The environment the hook runs with (CLAUDE_PROJECT_DIR is added). */
   env: NodeJS.ProcessEnv;
   /** Prints one line with the scope's prefix. */
@@ -65,7 +67,7 @@ export async function runCommandHook(
   const event = hook.event;
   const input = {
     session_id: run.log.sessionId,
-    transcript_path: run.log.apiPath,
+    transcript_path: run.transcriptPath,
     cwd: run.workdir,
     // Claude Code's modes; this harness asks for every call the rules do not settle.
     permission_mode: "default",

@@ -24,6 +24,7 @@ import {
 import type { LoopSeams, Mechanism, RunContext, ToolCall, TurnInput } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { loadSettings } from "./settings.ts";
+import { ClaudeTranscript } from "./transcript.ts";
 
 /** Forced continuations a Stop hook may cause in one loop run. */
 export const MAX_STOP_CONTINUATIONS = 3;
@@ -96,9 +97,17 @@ export class HookBus {
   private readonly commands: CommandHook[] = [];
   private toolCalls = 0;
   private readonly options: HookBusOptions;
+  /** The main agent's conversation in Claude Code's shape, for command hooks. */
+  private readonly transcript: ClaudeTranscript;
 
   constructor(options: HookBusOptions) {
     this.options = options;
+    this.transcript = new ClaudeTranscript({ workdir: options.workdir, log: options.log });
+  }
+
+  /** A message of the main agent, for the transcript command hooks read (none: no file). */
+  converse(message: MessageParam): void {
+    if (this.commands.length > 0) this.transcript.add(message);
   }
 
   /** Adds an in-code hook; hooks of one event run in registration order. */
@@ -120,6 +129,9 @@ export class HookBus {
       afterResults: (round) => {
         this.toolCalls += round.length;
         return [];
+      },
+      onAppend: (message, _origin, run) => {
+        if (run.scope === "main") this.converse(message);
       },
       onStop: async (messages, _response, run) => {
         const answer = await this.stop(messages, run, continuations > 0);
@@ -321,6 +333,7 @@ export class HookBus {
       {
         ...where,
         log: this.options.log,
+        transcriptPath: this.transcript.ensure(),
         env: this.options.env ?? process.env,
         say: (text, tone) => this.say(where.scope, text, tone),
       },
@@ -435,7 +448,10 @@ export function hooksMechanism(
     turn: {
       prepare: async (input: TurnInput) => {
         const content = await bus.userPromptSubmit(input.request);
-        return content === null ? null : { ...input, content };
+        if (content === null) return null;
+        // The line joins the history here, outside the loop: the transcript gets it now.
+        bus.converse({ role: "user", content });
+        return { ...input, content };
       },
     },
     start: () => [
