@@ -164,7 +164,12 @@ export const MARKS: Record<string, Mark[]> = {
     { text: /^\[[ >x]\] /, label: "todo_write returns the list it kept" },
   ],
   s06: [{ scope: /^sub$/, label: "the subagent's own request: a fresh history" }],
-  s07: [{ text: /^---\nname: /, label: "load_skill returned the skill's full text" }],
+  s07: [
+    {
+      text: /^Base directory for this skill: .*\n\n---\nname: /,
+      label: "load_skill returned the skill's folder and full text",
+    },
+  ],
   s08: [
     { text: /<persisted-output>/, label: "a stub replaced the large output" },
     { text: /^\[Earlier tool result/, label: "an old result, cleared" },

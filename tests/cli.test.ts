@@ -172,7 +172,7 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   s07: {
-    title: "sends the catalog, not the body, and load_skill returns the whole file",
+    title: "sends the catalog, not the body, and load_skill returns the folder and the whole file",
     input: "greet me\n",
     files: {
       "skills/greet/SKILL.md":
@@ -189,7 +189,8 @@ const SCENARIOS: Record<string, Scenario> = {
       expect(requests[0]!.system).toContain("- greet: Greet people properly.");
       expect(String(requests[0]!.system)).not.toContain("SECRET-BODY-LINE");
       expect(lastToolResults(requests[1]!)[0]?.content).toBe(
-        readFileSync(path.join(workdir, "skills/greet/SKILL.md"), "utf8"),
+        `Base directory for this skill: ${path.join(workdir, "skills/greet")}\n\n` +
+          readFileSync(path.join(workdir, "skills/greet/SKILL.md"), "utf8"),
       );
     },
   },

@@ -510,7 +510,10 @@ describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills
         const { ws, skills: found } = scan({ "skills/pdf/SKILL.md": original });
         writeFileSync(path.join(ws, "skills/pdf/SKILL.md"), skillFile("pdf", "edited"));
         const tool = skills.loadSkillTool(found);
-        expect(await tool.run({ name: "pdf" }, context)).toEqual({ content: original });
+        const folder = path.join(ws, "skills", "pdf");
+        expect(await tool.run({ name: "pdf" }, context)).toEqual({
+          content: `Base directory for this skill: ${folder}\n\n${original}`,
+        });
       });
     });
 
@@ -576,10 +579,13 @@ describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills
         expect(tool.input_schema.properties).toMatchObject({ name: { type: "string" } });
       });
 
-      it("returns the whole file, frontmatter included, every time", async () => {
+      it("returns the skill's folder, then the whole file, frontmatter included, every time", async () => {
         const tool = skills.loadSkillTool(found);
-        expect(await tool.run({ name: "pdf" }, context)).toEqual({ content: pdfText });
-        expect(await tool.run({ name: "pdf" }, context)).toEqual({ content: pdfText });
+        const folder = path.dirname(found.find((skill) => skill.name === "pdf")!.path);
+        expect(path.isAbsolute(folder)).toBe(true);
+        const loaded = { content: `Base directory for this skill: ${folder}\n\n${pdfText}` };
+        expect(await tool.run({ name: "pdf" }, context)).toEqual(loaded);
+        expect(await tool.run({ name: "pdf" }, context)).toEqual(loaded);
       });
 
       it.each(["ghost", "PDF", "constructor", "toString", "__proto__", "../../etc/passwd"])(
@@ -652,7 +658,7 @@ describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills
     const skillText = `---\nname: deploy\ndescription: Ship the app to staging. Use when asked to deploy.\n---\n# Deploy\n\n${BODY_MARKER}: run make deploy.\n`;
     const isChild = (r: Anthropic.MessageCreateParams) => !toolNames(r).includes("task");
 
-    it("puts the catalog line in the system prompt, never the body; load_skill returns the whole file", async () => {
+    it("puts the catalog line in the system prompt, never the body; load_skill returns the folder and the whole file", async () => {
       const run = await runChapter(chapter, {
         files: {
           "skills/deploy/SKILL.md": skillText,
@@ -690,7 +696,9 @@ describe.each(carried(chaptersFrom("s07"), MODULE_CHAPTERS, SKILLS))("$id skills
       expect(child).toHaveLength(1);
       expect(toolNames(child[0]!)).not.toContain("load_skill");
       expect(JSON.stringify(child[0])).not.toContain("Skills available");
-      expect(lastToolResults(run.requests.at(-1)!)[0]?.content).toBe(skillText);
+      expect(lastToolResults(run.requests.at(-1)!)[0]?.content).toBe(
+        `Base directory for this skill: ${path.join(run.workdir, "skills", "deploy")}\n\n${skillText}`,
+      );
       expect(run.output).toContain("[skills] 2 skill(s): deploy, notes");
       expect(sessionLog(run.workdir).transcript).toContain(
         `load deploy (${skillText.length} chars)`,

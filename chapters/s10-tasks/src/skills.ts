@@ -284,7 +284,10 @@ export function loadSkillTool(skills: Skill[], log: SessionLog = nullLog()) {
         };
       }
       log.transcript("SKILL", `load ${name} (${skill.text.length} chars)`, context.scope);
-      return { content: skill.text };
+      // As Claude Code does: the folder first, so the files the skill names can be found.
+      return {
+        content: `Base directory for this skill: ${path.dirname(skill.path)}\n\n${skill.text}`,
+      };
     },
   });
 }
