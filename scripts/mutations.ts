@@ -633,6 +633,15 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
   {
+    id: "s04-hooks-continue-false-ignored",
+    file: "chapters/s04-hooks/src/command-hooks.ts",
+    search: "  if (reply.continue === false) {",
+    replace: "  if (reply.continue === 0) {",
+    description:
+      "a command hook's continue: false is ignored (the prompt goes out, the Stop continues)",
+    tests: ["hooks.test.ts"],
+  },
+  {
     id: "s04-tools-relative-file-path",
     file: "chapters/s04-hooks/src/tools.ts",
     search:

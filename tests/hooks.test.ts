@@ -611,6 +611,47 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       expect(run.output).toContain("[hook] prompt not sent: no secrets in prompts");
     });
 
+    it("continue: false stops what is under way, its stopReason for the user only; systemMessage is shown", async () => {
+      // Scripts in files: the commands the model may see name no reason.
+      const script = (json: object) => `cat > /dev/null; echo '${JSON.stringify(json)}'\n`;
+      const run = await runChapter(chapter, {
+        files: {
+          ...settingsWith({
+            UserPromptSubmit: [[null, "sh .claude/hooks/prompt.sh"]],
+            PreToolUse: [["Bash", "sh .claude/hooks/quota.sh"]],
+            Stop: [[null, "sh .claude/hooks/stop.sh"]],
+          }),
+          ".claude/hooks/prompt.sh": `grep -q later && echo '${JSON.stringify({ continue: false, stopReason: "Maintenance window", systemMessage: "Heads up" })}' || true\n`,
+          ".claude/hooks/quota.sh": script({ continue: false, stopReason: "quota reached" }),
+          ".claude/hooks/stop.sh": script({
+            decision: "block",
+            reason: "one more pass",
+            continue: false,
+            stopReason: "enough for today",
+          }),
+        },
+        prompts: ["do it later", "go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "touch made.txt" })) },
+          { when: afterTools, reply: reply(text("done")) },
+        ],
+      });
+      // The first line never reached the model; the second ran one round and stopped.
+      expect(run.output).toContain("[hook] Heads up");
+      expect(run.output).toContain("[hook] prompt not sent: Maintenance window");
+      expect(run.requests).toHaveLength(2);
+      expect(JSON.stringify(run.requests[0]!.messages)).not.toContain("later");
+      expect(existsSync(path.join(run.workdir, "made.txt"))).toBe(false);
+      const result = lastToolResults(run.requests[1]!)[0]!;
+      expect(result).toMatchObject({ is_error: true });
+      expect(result.content).toBe("Stopped by PreToolUse hook (sh .claude/hooks/quota.sh)");
+      expect(JSON.stringify(run.requests)).not.toContain("quota reached");
+      expect(run.output).toContain("[hook] PreToolUse: quota reached");
+      // continue: false wins over decision: block at Stop: no continuation.
+      expect(run.output).toContain("[hook] Stop: enough for today");
+      expect(JSON.stringify(run.requests)).not.toContain("one more pass");
+    });
+
     edge(
       "an always-continuing Stop hook gives exactly cap + 1 requests, and the cap resets per line",
       async () => {

@@ -171,6 +171,15 @@ export class HookBus {
         ...claudeCodeCall(call, run),
         tool_use_id: call.id,
       });
+      if (outcome.stop !== undefined) {
+        // The reason is the user's; the model learns only that a hook stopped the call.
+        this.say(run.scope, `[hook] PreToolUse: ${outcome.stop}`, "warn");
+        return {
+          content: `Stopped by PreToolUse hook (${hook.command})`,
+          isError: true,
+          quiet: true,
+        };
+      }
       if (outcome.block !== null) {
         const text = `Blocked by PreToolUse hook (${hook.command}): ${outcome.block}`;
         return { content: text, isError: true, quiet: true };
@@ -197,6 +206,8 @@ export class HookBus {
         tool_use_id: call.id,
         tool_response: output.content,
       });
+      if (outcome.stop !== undefined)
+        this.say(run.scope, `[hook] PostToolUse: ${outcome.stop}`, "warn");
       if (outcome.block !== null) {
         return {
           ...output,
@@ -222,8 +233,9 @@ export class HookBus {
     const extra: string[] = [];
     for (const hook of this.matching("UserPromptSubmit", null, null)) {
       const outcome = await this.runCommand(hook, where, { prompt });
-      if (outcome.block !== null) {
-        this.say("main", `[hook] prompt not sent: ${outcome.block}`, "warn");
+      const refusal = outcome.stop ?? outcome.block;
+      if (refusal !== null) {
+        this.say("main", `[hook] prompt not sent: ${refusal}`, "warn");
         return null;
       }
       if (outcome.context) extra.push(outcome.context);
@@ -249,6 +261,10 @@ export class HookBus {
     const event = where.scope === "main" ? "Stop" : "SubagentStop";
     for (const hook of this.matching(event, null, null)) {
       const outcome = await this.runCommand(hook, where, { stop_hook_active: stopHookActive });
+      if (outcome.stop !== undefined) {
+        this.say(where.scope, `[hook] ${event}: ${outcome.stop}`, "warn");
+        return null;
+      }
       if (outcome.block !== null) return outcome.block;
     }
     return null;

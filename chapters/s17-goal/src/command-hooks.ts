@@ -39,6 +39,11 @@ export interface CommandHook {
 export interface CommandOutcome {
   block: string | null;
   context?: string;
+  /**
+   * `continue: false`: the hook ends what is under way (a prompt, a Stop continuation).
+   * Its `stopReason` is for the user, never the model.
+   */
+  stop?: string;
 }
 
 export interface CommandHookRun {
@@ -122,6 +127,18 @@ export async function runCommandHook(
     run.say(`[hook] ${hook.command}: invalid hook output (not JSON); ignored`, "warn");
     record("invalid output", stdout.slice(0, 200));
     return { block: null };
+  }
+  // For the user, whatever else the hook says.
+  if (typeof reply.systemMessage === "string" && reply.systemMessage.trim()) {
+    run.say(`[hook] ${reply.systemMessage.trim()}`, "warn");
+  }
+  if (reply.continue === false) {
+    const reason =
+      typeof reply.stopReason === "string" && reply.stopReason.trim()
+        ? reply.stopReason.trim()
+        : `stopped by hook ${hook.command}`;
+    record("stop", reason);
+    return { block: null, stop: reason };
   }
   const specific = (reply.hookSpecificOutput ?? {}) as Record<string, unknown>;
   if (reply.decision === "block") {
