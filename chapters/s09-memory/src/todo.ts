@@ -70,7 +70,7 @@ export function todoWriteTool(options: TodoOptions) {
   return defineTool({
     name: "todo_write",
     aliases: ["TodoWrite"],
-    // The same input in Claude Code: { todos: [{ content, status }] }.
+    // Claude Code's TodoWrite takes { todos } too (its items also carry an activeForm).
     claudeCode: { name: "TodoWrite" },
     description:
       "Create and manage a task list for your current coding session. Send the whole list " +
