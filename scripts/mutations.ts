@@ -642,6 +642,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
   {
+    id: "s04-hooks-post-context-dropped",
+    file: "chapters/s04-hooks/src/hooks.ts",
+    search: "      if (outcome.context) {\n        result = {",
+    replace: "      if (false) {\n        result = {",
+    description: "a PostToolUse hook's additionalContext never reaches the model",
+    tests: ["hooks.test.ts"],
+  },
+  {
     id: "s04-tools-relative-file-path",
     file: "chapters/s04-hooks/src/tools.ts",
     search:

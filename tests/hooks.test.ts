@@ -585,6 +585,28 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       );
     });
 
+    it("adds a PostToolUse hook's additionalContext after the result; plain stdout stays out", async () => {
+      const context = {
+        hookSpecificOutput: { hookEventName: "PostToolUse", additionalContext: "3 files changed" },
+      };
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PostToolUse: [
+            ["Bash", "echo 'just a log line'"],
+            ["Bash", `echo '${JSON.stringify(context)}'`],
+          ],
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo built" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toBe(
+        "built\nPostToolUse hook context: 3 files changed",
+      );
+    });
+
     it("UserPromptSubmit: a block drops the line; plain stdout joins the prompt as context", async () => {
       const run = await runChapter(chapter, {
         files: settingsWith({

@@ -200,6 +200,7 @@ export class HookBus {
       );
       if (result) break;
     }
+    let result = output;
     for (const hook of this.matching("PostToolUse", call.name, run.tools)) {
       const outcome = await this.runCommand(hook, run, {
         ...claudeCodeCall(call, run),
@@ -210,12 +211,19 @@ export class HookBus {
         this.say(run.scope, `[hook] PostToolUse: ${outcome.stop}`, "warn");
       if (outcome.block !== null) {
         return {
-          ...output,
-          content: `${output.content}\nPostToolUse hook feedback: ${outcome.block}`,
+          ...result,
+          content: `${result.content}\nPostToolUse hook feedback: ${outcome.block}`,
+        };
+      }
+      // hookSpecificOutput.additionalContext: for the model, after the result.
+      if (outcome.context) {
+        result = {
+          ...result,
+          content: `${result.content}\nPostToolUse hook context: ${outcome.context}`,
         };
       }
     }
-    return output;
+    return result;
   }
 
   /**
