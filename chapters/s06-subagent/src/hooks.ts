@@ -405,7 +405,6 @@ export const summaryHook: Hook<"Stop"> = (_messages, context) => {
   return null;
 };
 
-/** This mechanism's part of the system prompt. */
 /**
  * A call as a hook written for Claude Code reads it: the tool's name there and the input
  * with Claude Code's field names and absolute paths, as the tool itself declares them
@@ -422,6 +421,7 @@ export function claudeCodeCall(
   };
 }
 
+/** This mechanism's part of the system prompt. */
 export function hooksSection() {
   return {
     id: "hooks",
@@ -462,10 +462,12 @@ export function hooksMechanism(
     turn: {
       prepare: async (input: TurnInput) => {
         const content = await bus.userPromptSubmit(input.request);
-        if (content === null) return null;
-        // The line joins the history here, outside the loop: the transcript gets it now.
-        bus.converse({ role: "user", content });
-        return { ...input, content };
+        return content === null ? null : { ...input, content };
+      },
+      // A turn's first message joins the history before the loop runs: typed, scheduled or not.
+      beforeTurn: async (turn) => {
+        const first = turn.history.at(-1);
+        if (first) bus.converse(first);
       },
     },
     start: () => [
