@@ -311,7 +311,7 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
 
-  // ---------------------------------------------------------------- s09 todo.ts, subagent.ts
+  // ---------------------------------------------------------------- s09 todo.ts; s17 agents.ts, subagent.ts
   {
     id: "s09-todo-reminder-after-2",
     file: `${S09}/todo.ts`,
@@ -329,19 +329,52 @@ export const MUTATIONS: Mutation[] = [
     tests: ["todo.test.ts"],
   },
   {
-    id: "s09-subagent-child-gets-task",
-    file: `${S09}/subagent.ts`,
+    id: "s17-subagent-child-gets-task",
+    file: `${S17}/subagent.ts`,
     search: 'tools: (role) => (role === "main" ? [tool] : []),',
     replace: 'tools: (role) => (role !== "teammate" ? [tool] : []),',
     description: "a subagent gets the task tool (delegation more than one level deep)",
     tests: ["subagent.test.ts"],
   },
   {
-    id: "s09-subagent-signal-dropped",
-    file: `${S09}/subagent.ts`,
+    id: "s17-subagent-signal-dropped",
+    file: `${S17}/subagent.ts`,
     search: "      maxTurns: MAX_SUB_TURNS,\n      signal,\n",
     replace: "      maxTurns: MAX_SUB_TURNS,\n",
     description: "the child loop does not get the turn's abort signal",
+    tests: ["subagent.test.ts"],
+  },
+
+  {
+    id: "s17-agents-user-wins",
+    file: `${S17}/agents.ts`,
+    search: "if (home) roots.push(",
+    replace: "if (home) roots.unshift(",
+    description: "a user's ~/.claude/agents definition wins over the project's of the same name",
+    tests: ["subagent.test.ts"],
+  },
+  {
+    id: "s17-agents-no-claude-code-names",
+    file: `${S17}/agents.ts`,
+    search: "tool.name === name || tool.claudeCode?.name === name;",
+    replace: "tool.name === name;",
+    description: "an agent's tools line no longer maps Claude Code's names (Read) to the course's",
+    tests: ["subagent.test.ts"],
+  },
+  {
+    id: "s17-subagent-unknown-tool-every-run",
+    file: `${S17}/subagent.ts`,
+    search: "for (const text of notes.filter((text) => !reported.has(text))) {",
+    replace: "for (const text of notes) {",
+    description: "an agent's unknown tool names are reported on every run, not once",
+    tests: ["subagent.test.ts"],
+  },
+  {
+    id: "s17-subagent-definition-prompt-dropped",
+    file: `${S17}/subagent.ts`,
+    search: "return { ...setup, tools, system, model };",
+    replace: "return { ...setup, tools, model };",
+    description: "a defined agent's instructions never reach its child's system prompt",
     tests: ["subagent.test.ts"],
   },
 

@@ -8,6 +8,7 @@ import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { apiError, reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import type * as AgentsModule from "../chapters/s06-subagent/src/agents.ts";
 import type * as SubagentModule from "../chapters/s06-subagent/src/subagent.ts";
 import {
   BASE_TOOLS,
@@ -19,13 +20,17 @@ import {
   moduleVersions,
 } from "./chapters.ts";
 import {
+  baseTools,
   everyAttempt,
   interruptDuringSleep,
   lastToolResults,
   runChapter,
   SLEEP_30,
   sessionLog,
+  tempWorkspace,
   toolNames,
+  userSaid,
+  writeFiles,
 } from "./helpers/run.ts";
 
 type Request = Anthropic.MessageCreateParams;
@@ -279,6 +284,257 @@ describe.concurrent.each(carried(chaptersFrom("s06"), SUBAGENT))("$id subagent",
       "[Subagent done]",
     ]);
     expect(JSON.stringify(run.requests.filter(isChild))).not.toContain("<reminder>");
+  });
+});
+
+/** A definition as Claude Code's documentation writes one. */
+const REVIEWER = [
+  "---",
+  "name: code-reviewer",
+  "description: Reviews a change for bugs. Use after code changes.",
+  "tools: Read, Glob, Grep",
+  "---",
+  "You are a careful code reviewer. Report at most three findings.",
+  "",
+].join("\n");
+
+const asReviewer = (request: Request) =>
+  isChild(request) && String(request.system).includes("You are a careful code reviewer.");
+
+describe.concurrent.each(carried(chaptersFrom("s06"), SUBAGENT))(
+  "$id agent definitions (.claude/agents)",
+  (chapter) => {
+    const edge = edgeCase(chapter, SUBAGENT);
+
+    it("runs .claude/agents/code-reviewer.md as the child: its instructions, only its tools, unknown names reported once", async () => {
+      const review = (id: string) =>
+        reply(toolUse("task", { prompt: "Review app.js", subagent_type: "code-reviewer" }, id));
+      const run = await runChapter(chapter, {
+        prompts: ["review it", "again"],
+        files: { ".claude/agents/code-reviewer.md": REVIEWER, "app.js": "let x = 1\n" },
+        steps: [
+          { when: (r) => isParent(r) && r.messages.length === 1, reply: review("toolu_a") },
+          {
+            when: (r) => asReviewer(r) && r.messages.length === 1,
+            reply: reply(toolUse("read_file", { path: "app.js" })),
+          },
+          { when: asReviewer, reply: reply(text("One finding: no semicolon.")) },
+          { when: parentAfterTools, reply: reply(text("reviewed")) },
+          { when: (r) => isParent(r) && userSaid("again")(r), reply: review("toolu_b") },
+          { when: asReviewer, reply: reply(text("Still one finding.")) },
+          { when: parentAfterTools, reply: reply(text("reviewed again")) },
+        ],
+      });
+      const children = run.requests.filter(isChild);
+      expect(children).toHaveLength(3);
+      for (const child of children) {
+        // Claude Code's Read and Glob, as the course names them; Grep is not a tool here.
+        expect(toolNames(child)).toEqual(["read_file", "glob"]);
+        expect(child.system).toContain(
+          "Agent code-reviewer (.claude/agents/code-reviewer.md):\nYou are a careful code reviewer.",
+        );
+        expect(child.system).not.toContain("name: code-reviewer");
+      }
+      expect(lastToolResults(children[1]!)[0]?.content).toBe("let x = 1");
+      const parent = run.requests.find(isParent)!;
+      const task = (parent.tools as Anthropic.Tool[]).find((tool) => tool.name === "task");
+      expect(task?.description).toContain(
+        "- code-reviewer: Reviews a change for bugs. Use after code changes.",
+      );
+      expect(run.output).toContain(
+        "[agents] 1 agent(s): code-reviewer (.claude/agents/code-reviewer.md)",
+      );
+      expect(run.output).toContain("[Subagent started: code-reviewer]");
+      const unknown =
+        "[agents] .claude/agents/code-reviewer.md: tool 'Grep' is not a tool a subagent has here; left out";
+      expect(run.output.split(unknown)).toHaveLength(2);
+    });
+
+    edge("refuses an unknown subagent_type, naming the ones there are", async () => {
+      const run = await runChapter(chapter, {
+        prompts: ["go"],
+        files: { ".claude/agents/code-reviewer.md": REVIEWER },
+        steps: [
+          {
+            when: (r) => r.messages.length === 1,
+            reply: reply(toolUse("task", { prompt: "x", subagent_type: "tester" })),
+          },
+          { when: parentAfterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(run.requests.filter(isChild)).toHaveLength(0);
+      expect(lastToolResults(run.requests[1]!)[0]).toMatchObject({
+        content: "Error: Unknown subagent_type 'tester'. Available: general-purpose, code-reviewer",
+        is_error: true,
+      });
+    });
+
+    edge(
+      "honours model (an id as written, an alias through its variable), the project's file winning over ~/.claude/agents",
+      async () => {
+        const home = tempWorkspace("home");
+        writeFiles(home, {
+          ".claude/agents/code-reviewer.md": REVIEWER.replace("careful", "user-level"),
+          ".claude/agents/fast.md":
+            "---\nname: fast\ndescription: Quick looks.\nmodel: haiku\n---\nBe quick.\n",
+        });
+        const run = await runChapter(chapter, {
+          prompts: ["go", "/agents"],
+          env: { HOME: home, ANTHROPIC_DEFAULT_HAIKU_MODEL: "claude-haiku-test" },
+          files: {
+            ".claude/agents/code-reviewer.md": REVIEWER.replace(
+              "tools: Read, Glob, Grep",
+              "model: claude-reviewer-test",
+            ),
+          },
+          steps: [
+            {
+              when: (r) => r.messages.length === 1 && isParent(r),
+              reply: reply(
+                toolUse("task", { prompt: "a", subagent_type: "code-reviewer" }, "toolu_1"),
+                toolUse("task", { prompt: "b", subagent_type: "fast" }, "toolu_2"),
+              ),
+            },
+            { when: isChild, reply: reply(text("done")) },
+            { when: parentAfterTools, reply: reply(text("ok")) },
+          ],
+        });
+        const received = run.received.map((r) => r.body as Request);
+        const [reviewer, fast] = received.filter(isChild);
+        expect(reviewer?.model).toBe("claude-reviewer-test");
+        expect(reviewer?.system).toContain("You are a careful code reviewer.");
+        expect(toolNames(reviewer!)).toEqual(BASE_TOOLS);
+        expect(fast?.model).toBe("claude-haiku-test");
+        expect(run.output).toContain(
+          "[agents] ~/.claude/agents/code-reviewer.md: agent 'code-reviewer' is also in .claude/agents/code-reviewer.md, which wins; skipped",
+        );
+        // /agents lists each definition with its file, tools and model.
+        expect(run.output).toContain(
+          "- fast: Quick looks.\n    ~/.claude/agents/fast.md (every tool, model: haiku)",
+        );
+      },
+    );
+  },
+);
+
+describe.each(moduleVersions("s06", ["agents.ts"]))("$id agents.ts", (chapter) => {
+  let agents: typeof AgentsModule;
+  beforeAll(async () => {
+    agents = await importChapter<typeof AgentsModule>(chapter, "agents.ts");
+  });
+  const load = (files: Record<string, string>) => {
+    const workdir = tempWorkspace("agents");
+    writeFiles(workdir, files);
+    return agents.loadAgents(workdir, undefined);
+  };
+
+  it.each([
+    ["---\nname: [x\n---\nbody", "frontmatter is not valid YAML (line 2, column 9"],
+    ["---\nname: a\ndescription: d\n", "frontmatter has no closing '---' line; skipped"],
+    ["no frontmatter at all", "frontmatter has no name; skipped"],
+    ["---\ndescription: d\n---\nbody", "frontmatter has no name; skipped"],
+    [
+      "---\nname: Code Reviewer\ndescription: d\n---\nbody",
+      'name "Code Reviewer" is not lowercase letters, digits and hyphens; skipped',
+    ],
+    [
+      "---\nname: a\n---\nbody",
+      "frontmatter has no description (the model reads it to choose the agent); skipped",
+    ],
+    [
+      "---\nname: a\ndescription: d\ntools: 3\n---\nbody",
+      "tools is a number; write names separated by commas, or a list; skipped",
+    ],
+    [
+      "---\nname: a\ndescription: d\ntools: [Read, 2]\n---\nbody",
+      "tools is a list; write names separated by commas, or a list; skipped",
+    ],
+    [
+      "---\nname: a\ndescription: d\nmodel: [x]\n---\nbody",
+      "model is a list; write sonnet, opus, haiku, inherit or a model id; skipped",
+    ],
+    [
+      "---\nname: a\ndescription: d\n---\n",
+      "the body is empty: it holds the agent's instructions; skipped",
+    ],
+  ])("reports %j with its file and skips it; the good one still loads", (text, problem) => {
+    const loaded = load({
+      ".claude/agents/bad.md": text,
+      ".claude/agents/good.md": "---\nname: good\ndescription: Fine.\n---\nDo it.\n",
+    });
+    expect(loaded.agents.map((agent) => agent.name)).toEqual(["good"]);
+    expect(loaded.problems).toHaveLength(1);
+    expect(loaded.problems[0]).toContain(`.claude/agents/bad.md: ${problem}`);
+  });
+
+  it("reads tools as a comma list or a YAML list, skips hidden and non-Markdown files", () => {
+    const loaded = load({
+      ".claude/agents/a.md": "---\nname: a\ndescription: A.\ntools: Read,  Bash ,\n---\nA.",
+      ".claude/agents/b.md": "---\nname: b\ndescription: B.\ntools:\n  - Write\n---\nB.",
+      ".claude/agents/.hidden.md": "---\nname: h\ndescription: H.\n---\nH.",
+      ".claude/agents/notes.txt": "not an agent",
+    });
+    expect(loaded.problems).toEqual([]);
+    expect(loaded.agents.map((agent) => [agent.name, agent.tools])).toEqual([
+      ["a", ["Read", "Bash"]],
+      ["b", ["Write"]],
+    ]);
+  });
+
+  it("maps Claude Code's tool names and the course's to the child's tools; the rest are unknown", async () => {
+    const tools = new Map((await baseTools(chapter)).map((tool) => [tool.name, tool]));
+    const agent = (names: string[] | null) => ({
+      name: "x",
+      description: "x",
+      tools: names,
+      model: null,
+      prompt: "x",
+      file: "x.md",
+    });
+    const mapped = agents.agentTools(agent(["Bash", "Edit", "write_file", "WebFetch"]), tools);
+    expect([...mapped.tools.keys()]).toEqual(["bash", "write_file", "edit_file"]);
+    expect(mapped.unknown).toEqual(["WebFetch"]);
+    expect(agents.agentTools(agent(null), tools).tools).toBe(tools);
+  });
+
+  it("gives hooks the call as Claude Code's Task: subagent_type defaults to general-purpose", async () => {
+    const sub = await importChapter<typeof SubagentModule>(chapter, "subagent.ts");
+    const task = sub.taskTool({} as Parameters<typeof sub.taskTool>[0]);
+    expect(task.claudeCode?.name).toBe("Task");
+    expect(task.claudeCode?.input?.({ prompt: "p" }, "/w")).toEqual({
+      prompt: "p",
+      subagent_type: "general-purpose",
+    });
+    expect(task.claudeCode?.input?.({ prompt: "p", subagent_type: "x" }, "/w")).toEqual({
+      prompt: "p",
+      subagent_type: "x",
+    });
+  });
+
+  it("resolves model: none and inherit to the session's, an alias through its variable or with a note, an id as written", () => {
+    const def = (model: string | null) => ({
+      name: "x",
+      description: "x",
+      tools: null,
+      model,
+      prompt: "x",
+      file: "x.md",
+    });
+    const env = { ANTHROPIC_DEFAULT_OPUS_MODEL: "claude-opus-test" };
+    expect(agents.agentModel(def(null), "s", env)).toEqual({ model: "s", note: null });
+    expect(agents.agentModel(def("inherit"), "s", env)).toEqual({ model: "s", note: null });
+    expect(agents.agentModel(def("opus"), "s", env)).toEqual({
+      model: "claude-opus-test",
+      note: null,
+    });
+    expect(agents.agentModel(def("claude-x-1"), "s", env)).toEqual({
+      model: "claude-x-1",
+      note: null,
+    });
+    expect(agents.agentModel(def("sonnet"), "s", env)).toEqual({
+      model: "s",
+      note: "model 'sonnet' is an alias: set ANTHROPIC_DEFAULT_SONNET_MODEL to choose its model; using s",
+    });
   });
 });
 

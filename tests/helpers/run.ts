@@ -202,7 +202,8 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
       onSignal: options.onSignal,
       env: {
         PATH: process.env.PATH,
-        HOME: process.env.HOME,
+        // An empty home of its own: the developer's ~/.claude never reaches a test.
+        HOME: tempWorkspace("home"),
         NO_COLOR: "1",
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "test-key",

@@ -10,9 +10,11 @@
  *
  * Run it:  pnpm --filter s06 start    (no key configured: the offline demo runs)
  *          pnpm --filter s06 demo
- * New here: subagent.ts (the task tool and runSubagent), one line in the list below. The
- * loop is unchanged: the child runs the same agentLoop, with the tools, prompt sections
- * and seams the same mechanisms give the `subagent` role (todo and task are main-only).
+ * New here: subagent.ts (the task tool and runSubagent), agents.ts (agent definitions
+ * from .claude/agents/, Claude Code's shape) and frontmatter.ts (their YAML header), one
+ * line in the list below. The loop is unchanged: the child runs the same agentLoop, with
+ * the tools, prompt sections and seams the same mechanisms give the `subagent` role (todo
+ * and task are main-only); a definition narrows the tools and adds its instructions.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { bashMechanism } from "./bash.ts";

@@ -8,9 +8,10 @@
  *
  * Run it:  pnpm --filter s07 start    (no key configured: the offline demo runs)
  *          pnpm --filter s07 demo
- * New here: skills.ts (the scan, the catalog, load_skill, /skills) and frontmatter.ts
- * (reading a SKILL.md's YAML header), one line in the list below. The skills are scanned once at start; the subagent gets
- * neither the tool nor the catalog.
+ * New here: skills.ts (the scan, the catalog, load_skill, /skills), one line in the list
+ * below. A SKILL.md's YAML header is read by s06's frontmatter.ts, as an agent definition's
+ * is. The skills are scanned once at start; the subagent gets neither the tool nor the
+ * catalog.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { bashMechanism } from "./bash.ts";

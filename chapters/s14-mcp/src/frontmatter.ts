@@ -1,6 +1,6 @@
 /**
- * YAML frontmatter: the `---` block at the top of a Markdown file (a skill's SKILL.md),
- * read with YAML 1.2's core schema as Claude Code reads it. A file
+ * YAML frontmatter: the `---` block at the top of a Markdown file (an agent definition in
+ * `.claude/agents/`), read with YAML 1.2's core schema as Claude Code reads it. A file
  * without one has no metadata; a broken one yields a diagnostic with line and column,
  * never an exception.
  */
