@@ -311,6 +311,33 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
 
+  // ---------------------------------------------------------------- s17 loop.ts, permissions.ts (hook verdicts)
+  {
+    id: "s17-permissions-allow-beats-ask-rule",
+    file: `${S17}/permissions.ts`,
+    search: 'if (verdict?.decision === "allow" && !decision.firm) {',
+    replace: 'if (verdict?.decision === "allow") {',
+    description: "a PreToolUse hook's allow skips an ask rule too",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s17-loop-halt-ignored",
+    file: `${S17}/loop.ts`,
+    search: "halt ??= output.halt;",
+    replace: "",
+    description: "a hook's continue: false no longer ends the run",
+    tests: ["hooks.test.ts", "seams.test.ts"],
+  },
+  {
+    id: "s17-loop-rewritten-input-unchecked",
+    file: `${S17}/loop.ts`,
+    search:
+      "const again = review.call.input === parsed.value ? parsed : checkInput(tool, review.call.input);",
+    replace: "const again = parsed;",
+    description: "a hook's updatedInput is dropped (the model's input runs)",
+    tests: ["hooks.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s09 todo.ts; s17 agents.ts, subagent.ts
   {
     id: "s09-todo-reminder-after-2",

@@ -130,7 +130,7 @@ export const CONTRACT = {
   turn: { user: "s01", scheduled: "s12", team: "s13", background: "s15" },
   role: { main: "s01", subagent: "s06", teammate: "s13" },
   origin: { compaction: "s08", notification: "s11" },
-  seam: { beforeCalls: "s15", beforeStop: "s17" },
+  seam: { reviewToolCall: "s04", beforeCalls: "s15", beforeStop: "s17" },
   member: { extendCommand: "s13", extendClient: "s15", busy: "s17" },
   type: { CallOverrides: "s15" },
 } as const;

@@ -294,7 +294,7 @@ describe("course site: the pages", () => {
     const files = sectionText(page, "files");
     expect(files).toMatch(/<li class="added" id="file-src-todo-ts"><code>src\/todo\.ts<\/code>/);
     expect(files).toMatch(
-      /<li class="same" id="file-src-loop-ts">.*href="s01\.html#diff-src-loop-ts"/,
+      /<li class="same" id="file-src-loop-ts">.*href="s04\.html#diff-src-loop-ts"/,
     );
     const diff = sectionText(page, "diff");
     // The new mechanism's file comes first, open, with its lines as insertions.

@@ -30,6 +30,7 @@ import {
   runChapter,
   sessionLog,
   tempWorkspace,
+  userSaid,
   writeFiles,
 } from "./helpers/run.ts";
 
@@ -147,8 +148,7 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
           return "never";
         });
         expect(await b.preToolUse(call, context)).toEqual({
-          content: "blocked by b",
-          isError: true,
+          refuse: { content: "blocked by b", isError: true },
         });
         expect(called).toEqual(["a", "b"]);
       });
@@ -161,7 +161,7 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
           reached = true;
           return null;
         });
-        expect(await b.preToolUse(call, context)).toBeNull();
+        expect(await b.preToolUse(call, context)).toEqual({ call });
         expect(reached).toBe(true);
       });
 
@@ -171,8 +171,7 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
           throw new Error("boom");
         });
         expect(await b.preToolUse(call, context)).toEqual({
-          content: "Error: PreToolUse hook broken failed: boom",
-          isError: true,
+          refuse: { content: "Error: PreToolUse hook broken failed: boom", isError: true },
         });
         b.register("PostToolUse", "broken", () => {
           throw new Error("later");
@@ -262,7 +261,7 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
 
   // Each test runs its own chapter, workspace and server: they wait side by side.
   describe.concurrent("through the chapter", () => {
-    it("blocks a deny-listed call with s03's text and logHook never sees it", async () => {
+    it("runs PreToolUse before the gates: logHook notes both calls, and the deny list still blocks with s03's text", async () => {
       const run = await runChapter(chapter, {
         prompts: ["go"],
         steps: [
@@ -284,8 +283,11 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       // What the sample hooks noted: on the terminal in s04, in the session log from s05.
       const notes = showsPasses ? run.output : sessionLog(run.workdir).api;
       const logHookNote = showsPasses ? /\[hook\] PreToolUse\(logHook\)/g : /"hook":"logHook"/g;
-      expect(notes.match(logHookNote)).toHaveLength(1);
+      expect(notes.match(logHookNote)).toHaveLength(2);
       if (showsPasses) {
+        expect(run.output.indexOf("[hook] PreToolUse(logHook)")).toBeLessThan(
+          run.output.indexOf("[blocked]"),
+        );
         expect(run.output).toContain("[hook] UserPromptSubmit(contextInjectHook): working in");
         expect(run.output).toContain("[hook] Stop(summaryHook): session used 2 tool calls");
       } else {
@@ -488,30 +490,27 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
       );
     });
 
-    edge(
-      "ignores an allow decision (hooks can block, never grant): later hooks still run",
-      async () => {
-        const mark = (n: number) => `echo ${n} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
-        const run = await runChapter(chapter, {
-          files: settingsWith({
-            PreToolUse: [
-              [null, `${mark(1)}; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`],
-              [null, `${mark(2)}; echo 'second hook says no' >&2; exit 2`],
-            ],
-          }),
-          prompts: ["go"],
-          steps: [
-            { reply: reply(toolUse("bash", { command: "echo ran > ran.txt" })) },
-            { when: afterTools, reply: reply(text("ok")) },
+    edge("an allow decision does not end the review: a later hook's block still wins", async () => {
+      const mark = (n: number) => `echo ${n} >> "$CLAUDE_PROJECT_DIR/fired.txt"`;
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [
+            [null, `${mark(1)}; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`],
+            [null, `${mark(2)}; echo 'second hook says no' >&2; exit 2`],
           ],
-        });
-        expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8")).toBe("1\n2\n");
-        expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
-          /^Blocked by PreToolUse hook \(.*\): second hook says no$/,
-        );
-        expect(existsSync(path.join(run.workdir, "ran.txt"))).toBe(false);
-      },
-    );
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo ran > ran.txt" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(readFileSync(path.join(run.workdir, "fired.txt"), "utf8")).toBe("1\n2\n");
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
+        /^Blocked by PreToolUse hook \(.*\): second hook says no$/,
+      );
+      expect(existsSync(path.join(run.workdir, "ran.txt"))).toBe(false);
+    });
 
     edge("reports invalid output and other exit codes, and goes on", async () => {
       const run = await runChapter(chapter, {
@@ -652,26 +651,175 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
             stopReason: "enough for today",
           }),
         },
-        prompts: ["do it later", "go"],
+        prompts: ["do it later", "go", "again"],
         steps: [
-          { reply: reply(toolUse("bash", { command: "touch made.txt" })) },
-          { when: afterTools, reply: reply(text("done")) },
+          {
+            reply: reply(
+              toolUse("bash", { command: "touch made.txt" }, "toolu_1"),
+              toolUse("bash", { command: "touch other.txt" }, "toolu_2"),
+            ),
+          },
+          { when: userSaid("again"), reply: reply(text("done")) },
         ],
       });
-      // The first line never reached the model; the second ran one round and stopped.
+      // The first line never reached the model; the second's run halted after one round,
+      // without another model call; the third went on from the repaired history.
       expect(run.output).toContain("[hook] Heads up");
       expect(run.output).toContain("[hook] prompt not sent: Maintenance window");
       expect(run.requests).toHaveLength(2);
       expect(JSON.stringify(run.requests[0]!.messages)).not.toContain("later");
       expect(existsSync(path.join(run.workdir, "made.txt"))).toBe(false);
-      const result = lastToolResults(run.requests[1]!)[0]!;
+      const [result, after] = run.requests[1]!.messages[2]!
+        .content as Anthropic.ToolResultBlockParam[];
       expect(result).toMatchObject({ is_error: true });
-      expect(result.content).toBe("Stopped by PreToolUse hook (sh .claude/hooks/quota.sh)");
+      expect(result!.content).toBe("Stopped by PreToolUse hook (sh .claude/hooks/quota.sh)");
+      expect(after).toMatchObject({
+        tool_use_id: "toolu_2",
+        content: "Not run: the run was halted before this call.",
+        is_error: true,
+      });
       expect(JSON.stringify(run.requests)).not.toContain("quota reached");
       expect(run.output).toContain("[hook] PreToolUse: quota reached");
       // continue: false wins over decision: block at Stop: no continuation.
       expect(run.output).toContain("[hook] Stop: enough for today");
       expect(JSON.stringify(run.requests)).not.toContain("one more pass");
+    });
+
+    it("permissionDecision allow runs a call a built-in rule would ask about; deny and ask rules still hold", async () => {
+      const allow = {
+        hookSpecificOutput: {
+          hookEventName: "PreToolUse",
+          permissionDecision: "allow",
+          permissionDecisionReason: "cleanup is fine",
+        },
+      };
+      const run = await runChapter(chapter, {
+        files: {
+          ".claude/settings.json": JSON.stringify({
+            permissions: { ask: ["Bash(rm keep.txt)"] },
+            hooks: {
+              PreToolUse: [
+                {
+                  matcher: "Bash",
+                  hooks: [{ type: "command", command: "sh .claude/hooks/allow.sh" }],
+                },
+              ],
+            },
+          }),
+          ".claude/hooks/allow.sh": `cat > /dev/null; echo '${JSON.stringify(allow)}'\n`,
+          "old.txt": "old",
+          "keep.txt": "keep",
+        },
+        prompts: ["go"],
+        steps: [
+          {
+            reply: reply(
+              toolUse("bash", { command: "rm old.txt" }),
+              toolUse("bash", { command: "rm keep.txt" }),
+              toolUse("bash", { command: "sudo ls" }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(existsSync(path.join(run.workdir, "old.txt"))).toBe(false);
+      expect(existsSync(path.join(run.workdir, "keep.txt"))).toBe(true);
+      expect(run.output).toContain(
+        "[allowed] by PreToolUse hook (sh .claude/hooks/allow.sh): cleanup is fine (Potentially destructive command: rm)",
+      );
+      const [removed, kept, sudo] = lastToolResults(run.requests[1]!);
+      expect(removed).toMatchObject({ content: "(no output)" });
+      expect(kept?.content).toMatch(
+        /^Permission denied: approval needed \(ask rule Bash\(rm keep\.txt\)/,
+      );
+      expect(sudo?.content).toBe("Permission denied by the deny list: 'sudo' is never allowed.");
+      // The reason is the user's, never the model's.
+      expect(JSON.stringify(run.requests)).not.toContain("cleanup is fine");
+    });
+
+    edge("permissionDecision ask asks for a call nothing else would ask about", async () => {
+      const ask = {
+        hookSpecificOutput: {
+          permissionDecision: "ask",
+          permissionDecisionReason: "confirm echoes",
+        },
+      };
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PreToolUse: [["Bash", `cat > /dev/null; echo '${JSON.stringify(ask)}'`]],
+        }),
+        prompts: ["go"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo hi > hi.txt" })) },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(existsSync(path.join(run.workdir, "hi.txt"))).toBe(false);
+      expect(lastToolResults(run.requests[1]!)[0]?.content).toMatch(
+        /^Permission denied: approval needed \(PreToolUse hook \(.*\) asks: confirm echoes\) but stdin is not a terminal/,
+      );
+    });
+
+    it("updatedInput replaces the input in Claude Code's shape; a bad one is refused with the tool's own message", async () => {
+      const rewrite = (input: object) =>
+        `cat > /dev/null; echo '${JSON.stringify({ hookSpecificOutput: { hookEventName: "PreToolUse", updatedInput: input } })}'`;
+      const workdir = tempWorkspace(chapter.id);
+      const run = await runChapter(chapter, {
+        workdir,
+        files: settingsWith({
+          PreToolUse: [
+            [
+              "Write",
+              rewrite({ file_path: path.join(workdir, "safe", "out.txt"), content: "rewritten" }),
+            ],
+            ["Edit", rewrite({ file_path: "a.txt", old_string: 5, new_string: "x" })],
+          ],
+        }),
+        prompts: ["go"],
+        steps: [
+          {
+            reply: reply(
+              toolUse("write_file", { path: "out.txt", content: "original" }),
+              toolUse("edit_file", { path: "a.txt", old_text: "a", new_text: "b" }),
+            ),
+          },
+          { when: afterTools, reply: reply(text("ok")) },
+        ],
+      });
+      expect(existsSync(path.join(workdir, "out.txt"))).toBe(false);
+      expect(readFileSync(path.join(workdir, "safe", "out.txt"), "utf8")).toBe("rewritten");
+      expect(run.output).toMatch(
+        /\[hook\] PreToolUse hook \(.*\) changed the input: \{"path":".*safe\/out\.txt","content":"rewritten"\}/,
+      );
+      expect(lastToolResults(run.requests[1]!)[1]).toMatchObject({
+        content:
+          "Error: Invalid input for edit_file: old_text must be a string (the input as a review rewrote it)",
+        is_error: true,
+      });
+    });
+
+    edge("PostToolUse continue: false halts the run once the round's results are in", async () => {
+      const run = await runChapter(chapter, {
+        files: settingsWith({
+          PostToolUse: [
+            [
+              "Bash",
+              `cat > /dev/null; echo '${JSON.stringify({ continue: false, stopReason: "tests failed" })}'`,
+            ],
+          ],
+        }),
+        prompts: ["go", "again"],
+        steps: [
+          { reply: reply(toolUse("bash", { command: "echo built" })) },
+          { when: userSaid("again"), reply: reply(text("ok")) },
+        ],
+      });
+      expect(run.requests).toHaveLength(2);
+      expect(run.output).toContain("[hook] PostToolUse: tests failed");
+      expect(run.requests[1]!.messages[2]).toEqual({
+        role: "user",
+        content: [expect.objectContaining({ type: "tool_result", content: "built" })],
+      });
     });
 
     edge(

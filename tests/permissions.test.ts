@@ -25,6 +25,7 @@ import {
   carried,
   casesFor,
   chaptersFrom,
+  hasContract,
   importChapter,
   moduleVersions,
   unattendedTurns,
@@ -553,6 +554,7 @@ describe.each(carried(chaptersFrom("s03"), MODULE_CHAPTERS, PERMISSIONS))(
           expect(d("git push origin main")).toEqual({
             action: "ask",
             reason: "ask rule Bash(git push:*) in .claude/settings.json",
+            ...(hasContract(chapter, "seam", "reviewToolCall") ? { firm: true } : {}),
           });
           expect(d("git push --force")).toMatchObject({
             action: "deny",

@@ -216,6 +216,59 @@ describe.each(
       ]);
     });
 
+    if (hasContract(chapter, "seam", "reviewToolCall")) {
+      it("reviewToolCall: each gets the call the last handed on, before any gate; a refusal ends the review, a halt the run", async () => {
+        const seen: string[] = [];
+        const { requests, result } = await setup(
+          [
+            {
+              reply: reply(
+                toolUse("bash", { command: "echo a" }, "toolu_1"),
+                toolUse("bash", { command: "echo b" }, "toolu_2"),
+              ),
+            },
+          ],
+          [
+            {
+              beforeToolCall: async (call) => {
+                seen.push(`gate ${JSON.stringify(call.input)} ${call.verdict?.decision}`);
+                return null;
+              },
+            },
+            {
+              reviewToolCall: async (call) => {
+                seen.push(`first ${JSON.stringify(call.input)}`);
+                if (call.id === "toolu_2")
+                  return { refuse: { content: "no", isError: true, halt: "enough" } };
+                return {
+                  call: {
+                    ...call,
+                    input: { command: "echo c" },
+                    verdict: { decision: "allow", by: "t" },
+                  },
+                };
+              },
+            },
+            {
+              reviewToolCall: async (call) => {
+                seen.push(`second ${JSON.stringify(call.input)}`);
+                return { call };
+              },
+            },
+          ],
+        );
+        expect(seen).toEqual([
+          'first {"command":"echo a"}',
+          'second {"command":"echo c"}',
+          'gate {"command":"echo c"} allow',
+          'first {"command":"echo b"}',
+        ]);
+        // The halt ends the run after the round: no second model call.
+        expect(requests).toHaveLength(1);
+        expect(result.stopped).toBe("halted");
+      });
+    }
+
     it("afterToolCall: each gets the output the previous one returned", async () => {
       const note = (tag: string): Seams => ({
         afterToolCall: async (_call, output) => ({ content: `${output.content}+${tag}` }),
@@ -673,7 +726,7 @@ describe.each(
         response: { content: [{ type: "text", text }], stop_reason: "end_turn" },
         turns: 1,
         stopped: "done",
-      }) as unknown as ContractModule.LoopResult;
+      }) as unknown as Awaited<ReturnType<ReplModule.ReplOptions["runTurn"]>>;
 
     /** The real REPL over a piped stdin (ended after `input`, or left open when null). */
     function repl_(input: string | null, options: Partial<ReplModule.ReplOptions>) {

@@ -32,7 +32,7 @@ const STAGES = moduleVersions("s15", [
 ]);
 
 describe.each(carried(chaptersFrom("s15"), STAGES))("$id stages of a round", (chapter) => {
-  it("retries, then redoes at max_tokens, gates each call before its hooks, and stops through the hooks", async () => {
+  it("retries, then redoes at max_tokens, runs PreToolUse hooks before the gates, and stops through the hooks", async () => {
     const cut = (r: ReturnType<typeof reply>) => ({ ...r, stop_reason: "max_tokens" as const });
     const server = await startFakeServer({
       model: new ScriptedModel([
@@ -69,9 +69,11 @@ describe.each(carried(chaptersFrom("s15"), STAGES))("$id stages of a round", (ch
       // Every attempt is a request: the one the 529 answered, then the same call again.
       expect(run.requests.map((r) => r.max_tokens)).toEqual([8000, 8000, 16000, 8000, 8000, 1000]);
       expect(run.requests[1]).toEqual(run.requests[0]);
-      // g: permissions before PreToolUse, the handler, then PostToolUse; the denied call
-      // never reaches the hooks, and both results ride in one message, in call order.
-      expect(readFileSync(path.join(run.workdir, "order.log"), "utf8")).toBe("pre\nran\npost\n");
+      // g: PreToolUse before the gates, the handler, then PostToolUse; the denied call is
+      // seen by PreToolUse only, and both results ride in one message, in call order.
+      expect(readFileSync(path.join(run.workdir, "order.log"), "utf8")).toBe(
+        "pre\npre\nran\npost\n",
+      );
       expect(readFileSync(path.join(run.workdir, "gone.txt"), "utf8")).toBe("keep me");
       expect(lastToolResults(run.requests[3]!).map((r) => [r.tool_use_id, r.is_error])).toEqual([
         ["toolu_rm", true],

@@ -54,11 +54,16 @@ export interface ToolDefinition<Input = unknown> {
   /** What a call with this (parsed) input touches; absent or null: nothing a gate checks. */
   target?(input: Input): ToolTarget | null;
   /**
-   * The same tool in Claude Code, for scripts written for it: its name there, and the input
-   * as it takes it (its field names, paths absolute; absent: the input as it is). Absent: a
-   * tool Claude Code lacks, which keeps its own name.
+   * The same tool in Claude Code, for scripts written for it: its name there, the input as
+   * it takes it (its field names, paths absolute; absent: the input as it is), and back
+   * (`from`: an input a script wrote in Claude Code's shape, as this tool takes it; absent:
+   * the same fields). Absent: a tool Claude Code lacks, which keeps its own name.
    */
-  claudeCode?: { name: string; input?(input: Input, workdir: string): Record<string, unknown> };
+  claudeCode?: {
+    name: string;
+    input?(input: Input, workdir: string): Record<string, unknown>;
+    from?(input: Record<string, unknown>): unknown;
+  };
 }
 
 /**

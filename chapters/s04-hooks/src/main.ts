@@ -3,24 +3,25 @@
  *
  *   typed line ──> UserPromptSubmit ──> history ──> model
  *                                                    │ tool_use
- *            permissions, then PreToolUse: logHook,  v
- *            then .claude/settings*.json hooks ──> block? ──yes──> tool_result (is_error)
- *                                                    │ no
+ *            PreToolUse: logHook, then               v
+ *            .claude/settings*.json hooks ──> block? ──yes──> tool_result (is_error)
+ *                                                    │ no (maybe a new input, allow or ask)
  *                                                    v
- *                                      run ──> PostToolUse ──> tool_result
+ *                       permissions ──> run ──> PostToolUse ──> tool_result
  *                                                    │ no tool_use
  *                                                    v
  *                                     Stop ──> "keep going"? (at most 3 times) ──> model
  *
  * Run it:  pnpm --filter s04 start    (no key configured: the offline demo runs)
  *          pnpm --filter s04 demo
- * New here: hooks.ts (the hook bus and the sample hooks) and command-hooks.ts (hooks from
- * .claude/settings*.json in Claude Code's shape), one line in the list below. s03's
- * permission pipeline stays first in the list, so it runs before every PreToolUse hook
- * and a call it refuses never reaches them (permissions.ts is unchanged). The loop is
- * unchanged too: the bus plugs into its beforeToolCall, afterToolCall and onStop seams,
- * and into the REPL's prepare step for UserPromptSubmit. This chapter shows what its
- * sample hooks do (`showPasses`); later chapters keep such lines in the session log.
+ * New here: hooks.ts (the hook bus and the sample hooks), command-hooks.ts (hooks from
+ * .claude/settings*.json in Claude Code's shape) and transcript.ts (the conversation as
+ * Claude Code writes it, for those hooks), one line in the list below. PreToolUse runs
+ * where Claude Code runs it, before the permission gates: the loop gains a
+ * reviewToolCall seam, and the gates honour a hook's "allow" or "ask" (the call's
+ * verdict). The bus also plugs into afterToolCall, onStop and the REPL's prepare step
+ * for UserPromptSubmit. This chapter shows what its sample hooks do (`showPasses`);
+ * later chapters keep such lines in the session log.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { bashMechanism } from "./bash.ts";

@@ -39,6 +39,10 @@ export interface CommandHook {
 export interface CommandOutcome {
   block: string | null;
   context?: string;
+  /** PreToolUse's `permissionDecision` "allow" or "ask", with its reason (for the user). */
+  decision?: { decision: "allow" | "ask"; reason?: string };
+  /** PreToolUse's `updatedInput`: the whole input to run instead, in Claude Code's shape. */
+  input?: Record<string, unknown>;
   /**
    * `continue: false`: the hook ends what is under way (a prompt, a Stop continuation).
    * Its `stopReason` is for the user, never the model.
@@ -144,12 +148,30 @@ export async function runCommandHook(
   if (reply.decision === "block") {
     return blocked(String(reply.reason ?? `blocked by hook ${hook.command}`));
   }
-  if (specific.permissionDecision === "deny") {
-    return blocked(String(specific.permissionDecisionReason ?? `blocked by hook ${hook.command}`));
+  const decision = specific.permissionDecision;
+  const reason =
+    typeof specific.permissionDecisionReason === "string" && specific.permissionDecisionReason
+      ? specific.permissionDecisionReason
+      : undefined;
+  if (decision === "deny") return blocked(reason ?? `blocked by hook ${hook.command}`);
+  if (decision !== undefined && decision !== "allow" && decision !== "ask") {
+    run.say(
+      `[hook] ${hook.command}: permissionDecision ${JSON.stringify(decision)} is not allow, deny or ask; ignored`,
+      "warn",
+    );
   }
-  record("pass");
+  const updated = specific.updatedInput;
+  if (updated !== undefined && !isObject(updated)) {
+    run.say(`[hook] ${hook.command}: updatedInput must be an object; ignored`, "warn");
+  }
+  record(decision === "allow" || decision === "ask" ? decision : "pass", reason);
   const extra = specific.additionalContext;
-  return { block: null, ...(typeof extra === "string" && extra ? { context: extra } : {}) };
+  return {
+    block: null,
+    ...(typeof extra === "string" && extra ? { context: extra } : {}),
+    ...(decision === "allow" || decision === "ask" ? { decision: { decision, reason } } : {}),
+    ...(isObject(updated) ? { input: updated } : {}),
+  };
 }
 
 /**

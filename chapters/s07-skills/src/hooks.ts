@@ -3,15 +3,17 @@
  * checks, notifications) plug in without another line in the loop.
  *
  *   UserPromptSubmit  a typed line, before it joins the history   can drop it or add context
- *   PreToolUse        before each tool call                       can block the call
+ *   PreToolUse        before each tool call, before the gates     can block it, rewrite its input,
+ *                                                                 or say allow / ask to the gates
  *   PostToolUse       after each tool call                        observes (a command hook can add feedback)
  *   Stop              when the model wants to stop                can ask it to keep going (capped)
  *
  * Two kinds of hook share one bus: in-code hooks (functions registered here) and command
  * hooks from `.claude/settings*.json` in Claude Code's shape (command-hooks.ts). Per event,
  * in-code hooks run first in registration order, then command hooks in file order; the
- * first result wins. The permission pipeline is listed before this mechanism in main.ts,
- * so a call it refuses never reaches PreToolUse.
+ * first result wins. PreToolUse runs where Claude Code runs it, before the permission
+ * gates (the loop's reviewToolCall seam): a hook's block ends the call before anyone is
+ * asked, and its "allow" or "ask" reaches the gates as the call's verdict.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { EventSink, SessionLog, Tone, ToolMap, ToolOutput } from "shared";
@@ -21,7 +23,15 @@ import {
   parseCommandHooks,
   runCommandHook,
 } from "./command-hooks.ts";
-import type { LoopSeams, Mechanism, RunContext, ToolCall, TurnInput } from "./contract.ts";
+import type {
+  CallOutput,
+  LoopSeams,
+  Mechanism,
+  Review,
+  RunContext,
+  ToolCall,
+  TurnInput,
+} from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { loadSettings } from "./settings.ts";
 import { ClaudeTranscript } from "./transcript.ts";
@@ -124,7 +134,7 @@ export class HookBus {
   loopSeams(): LoopSeams {
     let continuations = 0;
     return {
-      beforeToolCall: (call, run) => this.preToolUse(call, run),
+      reviewToolCall: (call, run) => this.preToolUse(call, run),
       afterToolCall: (call, output, run) => this.postToolUse(call, output, run),
       afterResults: (round) => {
         this.toolCalls += round.length;
@@ -150,8 +160,12 @@ export class HookBus {
     };
   }
 
-  /** PreToolUse: a result blocks the call and becomes its is_error tool_result. */
-  async preToolUse(call: ToolCall, run: Where & { tools: ToolMap }): Promise<ToolOutput | null> {
+  /**
+   * PreToolUse, before the gates: a result refuses the call (an is_error tool_result); a
+   * command hook may also rewrite the input (`updatedInput`) or give the gates a verdict
+   * (`permissionDecision` "allow" or "ask"), and `continue: false` halts the run.
+   */
+  async preToolUse(call: ToolCall, run: Where & { tools: ToolMap }): Promise<Review> {
     for (const { name, hook } of this.hooks.PreToolUse) {
       let result: HookResult;
       try {
@@ -160,32 +174,46 @@ export class HookBus {
         // Fail closed: a broken guard must not let the call through.
         const text = `Error: PreToolUse hook ${name} failed: ${(error as Error).message}`;
         this.report(run.scope, "PreToolUse", name, "error", text, "error");
-        return { content: text, isError: true };
+        return { refuse: { content: text, isError: true } };
       }
       if (!result) continue;
       this.report(run.scope, "PreToolUse", name, "block", result, "warn");
-      return { content: result, isError: true };
+      return { refuse: { content: result, isError: true } };
     }
+    let reviewed = call;
     for (const hook of this.matching("PreToolUse", call.name, run.tools)) {
       const outcome = await this.runCommand(hook, run, {
-        ...claudeCodeCall(call, run),
+        ...claudeCodeCall(reviewed, run),
         tool_use_id: call.id,
       });
+      const by = `PreToolUse hook (${hook.command})`;
       if (outcome.stop !== undefined) {
         // The reason is the user's; the model learns only that a hook stopped the call.
         this.say(run.scope, `[hook] PreToolUse: ${outcome.stop}`, "warn");
         return {
-          content: `Stopped by PreToolUse hook (${hook.command})`,
-          isError: true,
-          quiet: true,
+          refuse: { content: `Stopped by ${by}`, isError: true, quiet: true, halt: outcome.stop },
         };
       }
       if (outcome.block !== null) {
-        const text = `Blocked by PreToolUse hook (${hook.command}): ${outcome.block}`;
-        return { content: text, isError: true, quiet: true };
+        return {
+          refuse: { content: `Blocked by ${by}: ${outcome.block}`, isError: true, quiet: true },
+        };
+      }
+      if (outcome.input) {
+        const from = run.tools.get(call.name)?.claudeCode?.from;
+        reviewed = { ...reviewed, input: from ? from(outcome.input) : outcome.input };
+        this.say(
+          run.scope,
+          `[hook] ${by} changed the input: ${JSON.stringify(reviewed.input)}`,
+          "warn",
+        );
+      }
+      // Several hooks: "ask" wins over "allow".
+      if (outcome.decision && reviewed.verdict?.decision !== "ask") {
+        reviewed = { ...reviewed, verdict: { ...outcome.decision, by } };
       }
     }
-    return null;
+    return { call: reviewed };
   }
 
   /** PostToolUse: observes; a command hook's block adds feedback to the result. */
@@ -193,22 +221,25 @@ export class HookBus {
     call: ToolCall,
     output: ToolOutput,
     run: Where & { tools: ToolMap },
-  ): Promise<ToolOutput> {
+  ): Promise<CallOutput> {
     for (const { name, hook } of this.hooks.PostToolUse) {
       const result = await this.observe("PostToolUse", name, run, () =>
         hook(call, output, this.context("PostToolUse", name, run, false)),
       );
       if (result) break;
     }
-    let result = output;
+    let result: CallOutput = output;
     for (const hook of this.matching("PostToolUse", call.name, run.tools)) {
       const outcome = await this.runCommand(hook, run, {
         ...claudeCodeCall(call, run),
         tool_use_id: call.id,
         tool_response: output.content,
       });
-      if (outcome.stop !== undefined)
+      // continue: false ends the run once this round's results are in.
+      if (outcome.stop !== undefined) {
         this.say(run.scope, `[hook] PostToolUse: ${outcome.stop}`, "warn");
+        result = { ...result, halt: outcome.stop };
+      }
       if (outcome.block !== null) {
         return {
           ...result,
@@ -385,7 +416,7 @@ export const contextInjectHook: Hook<"UserPromptSubmit"> = (_prompt, context) =>
   return null;
 };
 
-/** PreToolUse: notes each call that got past the permission pipeline. */
+/** PreToolUse: notes each call, before the permission gates judge it. */
 export const logHook: Hook<"PreToolUse"> = (call, context) => {
   context.print(call.name);
   return null;

@@ -94,6 +94,11 @@ export const readFileTool = defineTool({
       ...(input.offset === undefined ? {} : { offset: input.offset + 1 }),
       ...(input.limit === undefined ? {} : { limit: input.limit }),
     }),
+    from: ({ file_path, offset, limit }) => ({
+      path: file_path,
+      ...(typeof offset === "number" ? { offset: offset - 1 } : {}),
+      ...(limit === undefined ? {} : { limit }),
+    }),
   },
 });
 
@@ -132,6 +137,7 @@ export const writeFileTool = defineTool({
       file_path: path.resolve(workdir, input.path),
       content: input.content,
     }),
+    from: ({ file_path, content }) => ({ path: file_path, content }),
   },
 });
 
@@ -190,6 +196,11 @@ export const editFileTool = defineTool({
       file_path: path.resolve(workdir, input.path),
       old_string: input.old_text,
       new_string: input.new_text,
+    }),
+    from: ({ file_path, old_string, new_string }) => ({
+      path: file_path,
+      old_text: old_string,
+      new_text: new_string,
     }),
   },
 });
@@ -318,6 +329,8 @@ export const globTool = defineTool({
   claudeCode: {
     name: "Glob",
     input: (input, workdir) => ({ pattern: input.pattern, path: workdir }),
+    // The course's glob searches the workspace only.
+    from: ({ pattern }) => ({ pattern }),
   },
 });
 

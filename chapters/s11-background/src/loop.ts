@@ -20,6 +20,7 @@ import {
 } from "shared";
 import {
   type CallOutcome,
+  type CallOutput,
   composeSeams,
   type LoopResult,
   type LoopSeams,
@@ -111,10 +112,17 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
 
     showProse(response, config);
     const round: CallOutcome[] = [];
+    // Set by a seam that halts the run: the calls after it are not run.
+    let halt: string | undefined;
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
       const call = { id: block.id, name: block.name, input: block.input };
-      round.push({ call, output: await runTool(call, config, run, seams) });
+      const output: CallOutput =
+        halt === undefined
+          ? await runTool(call, config, run, seams)
+          : { content: "Not run: the run was halted before this call.", isError: true };
+      halt ??= output.halt;
+      round.push({ call, output });
     }
     throwIfAborted(signal);
     const results = round.map(
@@ -129,6 +137,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     append({ role: "user", content: [...results, ...extra] }, "tool_results");
     await seams.afterBatch(messages, run);
 
+    if (halt !== undefined) return { response, turns, stopped: "halted" };
     if (config.maxTurns !== undefined && turns >= config.maxTurns) {
       return { response, turns, stopped: "max_turns" };
     }
@@ -185,11 +194,16 @@ async function dispatch(
   }
   const parsed = checkInput(tool, call.input);
   if (!parsed.ok) return error(parsed.error);
-  const checked = { ...call, input: parsed.value };
   try {
+    const review = await seams.reviewToolCall({ ...call, input: parsed.value }, run);
+    if ("refuse" in review) return review.refuse;
+    // A review may hand on a new input: it is checked like the model's.
+    const again = review.call.input === parsed.value ? parsed : checkInput(tool, review.call.input);
+    if (!again.ok) return error(`${again.error} (the input as a review rewrote it)`);
+    const checked = { ...review.call, input: again.value };
     const refusal = await seams.beforeToolCall(checked, run);
     if (refusal) return refusal;
-    const output = await tool.run(parsed.value, run);
+    const output = await tool.run(again.value, run);
     return await seams.afterToolCall(checked, output, run);
   } catch (caught) {
     if (isAbortError(caught) || run.signal.aborted) throw caught;

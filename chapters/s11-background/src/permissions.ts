@@ -9,7 +9,9 @@
  *
  * The gates never name a tool: each tool says what a call touches (its `target`: the
  * command it runs, the path it reads or writes), so a tool added later is judged without
- * an edit here. A denied call still gets a tool_result (is_error) that
+ * an edit here. A call may arrive with a review's verdict (a PreToolUse hook's, as in
+ * Claude Code): "allow" skips a built-in rule's question, "ask" asks where nothing else
+ * would; the deny list, deny rules, ask rules and writes under `.claude/` hold either way. A denied call still gets a tool_result (is_error) that
  * names the gate, so the model learns why and can adapt. Commands are read at command
  * position by shell-parse.ts (`rm` as a command, not inside `echo rm x`): a heuristic that
  * catches honest mistakes, not a sandbox.
@@ -58,7 +60,11 @@ export const DESTRUCTIVE_COMMANDS = ["rm", "rmdir", "unlink", "del", "erase"];
 export type Decision =
   | { action: "run"; by?: Rule }
   | { action: "deny"; gate: "deny list" | "deny rule"; message: string; rule?: Rule }
-  | { action: "ask"; reason: string };
+  | {
+      action: "ask";
+      reason: string /** An ask rule or a .claude/ write: no verdict skips it. */;
+      firm?: true;
+    };
 
 export interface PermissionOptions {
   rules: Rule[];
@@ -79,7 +85,11 @@ export interface DecideOptions {
 export function createPermissionGate(options: PermissionOptions) {
   return async (call: ToolCall, run: RunContext): Promise<ToolOutput | null> => {
     const decision = decide(call, { workdir: run.workdir, rules: options.rules, tools: run.tools });
+    const verdict = call.verdict;
+    const why = verdict?.reason ? `: ${verdict.reason}` : "";
     if (decision.action === "run") {
+      if (verdict?.decision === "ask")
+        return approve(call, `${verdict.by} asks${why}`, options, run);
       if (decision.by) {
         const rule = `allow rule ${decision.by.text} in ${decision.by.file}`;
         notice(options, run, `[allowed] by ${rule}`, "dim");
@@ -93,6 +103,11 @@ export function createPermissionGate(options: PermissionOptions) {
       notice(options, run, `${tag} ${decision.message}`, tone);
       record(options, run, call, decision.gate, "deny");
       return denied(decision.message, decision.gate, decision.message, false);
+    }
+    if (verdict?.decision === "allow" && !decision.firm) {
+      notice(options, run, `[allowed] by ${verdict.by}${why} (${decision.reason})`, "dim");
+      record(options, run, call, verdict.by, "allow");
+      return null;
     }
     return approve(call, decision.reason, options, run);
   };
@@ -182,9 +197,9 @@ export function decide(call: ToolCall, options: DecideOptions): Decision {
     };
   }
   const ask = matching("ask");
-  if (ask) return { action: "ask", reason: `ask rule ${ask.text} in ${ask.file}` };
+  if (ask) return { action: "ask", reason: `ask rule ${ask.text} in ${ask.file}`, firm: true };
   const settingsWrite = claudeFolderWrite(target, options.workdir);
-  if (settingsWrite) return { action: "ask", reason: settingsWrite };
+  if (settingsWrite) return { action: "ask", reason: settingsWrite, firm: true };
   const allow = matching("allow");
   if (allow) return { action: "run", by: allow };
   const reason = builtInReason(target, options.workdir);

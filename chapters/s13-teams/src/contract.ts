@@ -13,6 +13,8 @@
  *   close            every mechanism's, in list order, even after one throws
  *   beforeModelCall  each in list order, one after the other
  *   aroundModelCall  nested in list order: the first is outermost; each gets `next`
+ *   reviewToolCall   in list order, each given the call the previous handed on, until one
+ *                    refuses it; every review runs before the first beforeToolCall
  *   beforeToolCall   in list order until one refuses the call; that refusal is the result
  *   afterToolCall    in list order, each given the output the previous one returned
  *   afterResults     the text blocks of all of them, concatenated in list order
@@ -35,7 +37,31 @@ export interface ToolCall {
   id: string;
   name: string;
   input: unknown;
+  /** A review's word on this call, for the gates (reviewToolCall); absent: none. */
+  verdict?: Verdict;
 }
+
+/**
+ * What a review (a PreToolUse hook) says about running a call: "allow" runs it without
+ * asking the user, "ask" asks even when nothing else would. The gates keep the last word
+ * on what they refuse outright.
+ */
+export interface Verdict {
+  decision: "allow" | "ask";
+  /** Who gave it, as the user reads it: `PreToolUse hook (./check.sh)`. */
+  by: string;
+  /** Why, for the user (never the model). */
+  reason?: string;
+}
+
+/**
+ * A seam's output for a call. `halt` also ends the run once the round's results are in
+ * (the loop returns `stopped: "halted"`): the reason, for the user.
+ */
+export type CallOutput = ToolOutput & { halt?: string };
+
+/** What a review decided: refuse the call, or hand on the call to judge and run. */
+export type Review = { refuse: CallOutput } | { call: ToolCall };
 
 /** Which kind of agent runs a loop: the one at the prompt, a subagent, a teammate. */
 export type Role = "main" | "subagent" | "teammate";
@@ -95,10 +121,10 @@ export interface CallOutcome {
 
 /** How a run of the loop ended. */
 export interface LoopResult {
-  /** The last reply: the final answer, unless the turn cap stopped the loop. */
+  /** The last reply: the final answer, unless the turn cap or a halt stopped the loop. */
   response: Message;
   turns: number;
-  stopped: "done" | "max_turns";
+  stopped: "done" | "max_turns" | "halted";
 }
 
 // --- The loop's seams -------------------------------------------------------------------
@@ -116,10 +142,15 @@ export interface LoopSeams {
     messages: MessageParam[],
     run: RunContext,
   ): Promise<Message>;
-  /** Before each tool call, after its input parsed: an output refuses the call (nothing runs). */
-  beforeToolCall?(call: ToolCall, run: RunContext): Promise<ToolOutput | null>;
+  /**
+   * Before the gates, after the input parsed: refuse the call, or hand it on, the same or
+   * with a new input (parsed again) or a verdict the gates honour.
+   */
+  reviewToolCall?(call: ToolCall, run: RunContext): Promise<Review>;
+  /** Before each tool call, after its review: an output refuses the call (nothing runs). */
+  beforeToolCall?(call: ToolCall, run: RunContext): Promise<CallOutput | null>;
   /** After each tool call that ran; returns the output to keep (the same one, or a new one). */
-  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<ToolOutput>;
+  afterToolCall?(call: ToolCall, output: ToolOutput, run: RunContext): Promise<CallOutput>;
   /** After a round's calls all have an outcome: text blocks to put after every tool_result. */
   afterResults?(round: CallOutcome[], run: RunContext): Anthropic.TextBlockParam[];
   /** After a round's results message was appended. */
@@ -136,6 +167,7 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
     list.flatMap((seams) => (seams[key] ? [seams] : [])) as Array<Required<Pick<LoopSeams, K>>>;
   const before = all("beforeModelCall");
   const around = all("aroundModelCall");
+  const reviews = all("reviewToolCall");
   const gates = all("beforeToolCall");
   const after = all("afterToolCall");
   const extras = all("afterResults");
@@ -154,6 +186,14 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
       );
       return chain();
     },
+    async reviewToolCall(toolCall, run) {
+      let review: Review = { call: toolCall };
+      for (const seams of reviews) {
+        if ("refuse" in review) break;
+        review = await seams.reviewToolCall(review.call, run);
+      }
+      return review;
+    },
     async beforeToolCall(toolCall, run) {
       for (const seams of gates) {
         const refusal = await seams.beforeToolCall(toolCall, run);
@@ -162,7 +202,7 @@ export function composeSeams(list: LoopSeams[]): Required<LoopSeams> {
       return null;
     },
     async afterToolCall(toolCall, output, run) {
-      let kept = output;
+      let kept: CallOutput = output;
       for (const seams of after) kept = await seams.afterToolCall(toolCall, kept, run);
       return kept;
     },

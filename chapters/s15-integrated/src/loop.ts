@@ -33,8 +33,9 @@
  *                       then the turn ends, and memory extraction (s09) runs after it, in
  *                       the REPL's afterTurn
  *   g. each tool_use    a reply cut off at max_tokens refuses every call (s15,
- *                       beforeCalls); otherwise in order: the schema check, the gates (the team's
- *                       plan gate, permissions, then PreToolUse hooks; beforeToolCall),
+ *                       beforeCalls); otherwise in order: the schema check, PreToolUse
+ *                       hooks (reviewToolCall), the gates (the team's plan gate, then
+ *                       permissions; beforeToolCall),
  *                       the handler (a background job, s11), PostToolUse (afterToolCall);
  *                       one user message with every result and the text that rides with
  *                       them (afterResults); a `compact` request is served after the
@@ -52,6 +53,7 @@ import {
 } from "shared";
 import {
   type CallOutcome,
+  type CallOutput,
   type CallOverrides,
   composeSeams,
   type LoopResult,
@@ -188,11 +190,18 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     const round: CallOutcome[] = [];
     // A refused reply: every call gets the refusal, and no gate, hook or tool sees them.
     const refused = await seams.beforeCalls(response, run);
+    // Set by a seam that halts the run: the calls after it are not run.
+    let halt: string | undefined;
     // In the order the model asked; each call gets exactly one result.
     for (const block of calls) {
       const call = { id: block.id, name: block.name, input: block.input };
       run.workdir = workdirNow();
-      round.push({ call, output: await runTool(call, config, run, seams, refused) });
+      const output: CallOutput =
+        halt === undefined
+          ? await runTool(call, config, run, seams, refused)
+          : { content: "Not run: the run was halted before this call.", isError: true };
+      halt ??= output.halt;
+      round.push({ call, output });
     }
     throwIfAborted(signal);
     const results = round.map(
@@ -207,6 +216,7 @@ export async function agentLoop(messages: MessageParam[], config: LoopConfig): P
     append({ role: "user", content: [...results, ...extra] }, "tool_results");
     await seams.afterBatch(messages, run);
 
+    if (halt !== undefined) return { response, turns, stopped: "halted" };
     if (config.maxTurns !== undefined && turns >= config.maxTurns) {
       return { response, turns, stopped: "max_turns" };
     }
@@ -333,11 +343,16 @@ async function dispatch(call: ToolCall, run: RunContext, seams: Required<LoopSea
   }
   const parsed = checkInput(tool, call.input);
   if (!parsed.ok) return error(parsed.error);
-  const checked = { ...call, input: parsed.value };
   try {
+    const review = await seams.reviewToolCall({ ...call, input: parsed.value }, run);
+    if ("refuse" in review) return review.refuse;
+    // A review may hand on a new input: it is checked like the model's.
+    const again = review.call.input === parsed.value ? parsed : checkInput(tool, review.call.input);
+    if (!again.ok) return error(`${again.error} (the input as a review rewrote it)`);
+    const checked = { ...review.call, input: again.value };
     const refusal = await seams.beforeToolCall(checked, run);
     if (refusal) return refusal;
-    const output = await tool.run(parsed.value, run);
+    const output = await tool.run(again.value, run);
     return await seams.afterToolCall(checked, output, run);
   } catch (caught) {
     if (isAbortError(caught) || run.signal.aborted) throw caught;
