@@ -338,6 +338,32 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
 
+  // ---------------------------------------------------------------- s17 commands.ts
+  {
+    id: "s17-commands-allowed-tools-every-turn",
+    file: `${S17}/commands.ts`,
+    search: "active = pending && turn.request === pending.request ? pending : null;",
+    replace: "active = pending ?? active;",
+    description: "a command's allowed-tools keep allowing calls in the turns after its own",
+    tests: ["commands.test.ts"],
+  },
+  {
+    id: "s17-commands-refused-bang-sent",
+    file: `${S17}/commands.ts`,
+    search: "if (!result.ok) {",
+    replace: "if (!result.ok && result.ran) {",
+    description: "a command whose ! line a gate refuses is sent anyway",
+    tests: ["commands.test.ts"],
+  },
+  {
+    id: "s17-commands-arguments-dropped",
+    file: `${S17}/commands.ts`,
+    search: "return used || !all ? text",
+    replace: "return true ? text",
+    description: "arguments of a command that names none are dropped",
+    tests: ["commands.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s09 todo.ts; s17 agents.ts, subagent.ts
   {
     id: "s09-todo-reminder-after-2",

@@ -8,13 +8,15 @@
  *
  * Run it:  pnpm --filter s07 start    (no key configured: the offline demo runs)
  *          pnpm --filter s07 demo
- * New here: skills.ts (the scan, the catalog, load_skill, /skills), one line in the list
- * below. A SKILL.md's YAML header is read by s06's frontmatter.ts, as an agent definition's
+ * New here: skills.ts (the scan, the catalog, load_skill, /skills) and commands.ts
+ * (Claude Code's custom commands from .claude/commands/, and every skill as /name), two
+ * lines in the list below; the REPL answers /help. A SKILL.md's YAML header is read by s06's frontmatter.ts, as an agent definition's
  * is. The skills are scanned once at start; the subagent gets neither the tool nor the
  * catalog.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { bashMechanism } from "./bash.ts";
+import { commandsMechanism } from "./commands.ts";
 import { runHarness } from "./harness.ts";
 import { hooksMechanism } from "./hooks.ts";
 import { permissionsMechanism } from "./permissions.ts";
@@ -34,6 +36,7 @@ export function main(io: MainIO): Promise<number> {
     todoMechanism(harness),
     subagentMechanism(harness),
     skillsMechanism(harness),
+    commandsMechanism(harness),
   ]);
 }
 

@@ -13,6 +13,7 @@
  */
 import { type MainIO, runIfEntry } from "shared";
 import { bashMechanism } from "./bash.ts";
+import { commandsMechanism } from "./commands.ts";
 import { compactMechanism } from "./compact.ts";
 import { runHarness } from "./harness.ts";
 import { hooksMechanism } from "./hooks.ts";
@@ -35,6 +36,7 @@ export function main(io: MainIO): Promise<number> {
     todoMechanism(harness),
     subagentMechanism(harness),
     skillsMechanism(harness),
+    commandsMechanism(harness),
     compactMechanism(harness),
     memoryMechanism(harness),
     tasksMechanism(harness),

@@ -3,7 +3,7 @@
  * typed lines, and events of the sources mechanisms register (each event kind is handed
  * to the source that registered it). Quit words, EOF and Ctrl-C at the prompt end
  * the session with status 0; blank lines re-prompt; slash commands are handled here and
- * never reach the model.
+ * never reach the model (`/help`, or an unknown name, lists them).
  *
  * A turn's lifecycle, each step a seam mechanisms can join:
  *
@@ -110,10 +110,13 @@ async function runSlash(
   const { printer, usage } = options;
   const command = commands.get(name);
   if (!command) {
-    printer.line(`Unknown command /${name}`, "warn");
-    const list = [...commands.entries()].map(([key, c]) => `/${key}: ${c.description}`);
+    if (name !== "help") printer.line(`Unknown command /${name}`, "warn");
+    // Every command, the project's own and the user's among them, with its arguments.
+    const list = [...commands.entries()].map(
+      ([key, c]) => `  /${key}${c.hint ? ` ${c.hint}` : ""}: ${c.description}`,
+    );
     printer.line(
-      list.length ? `Commands: ${list.join("; ")}` : "No slash commands in this chapter.",
+      list.length ? `Commands:\n${list.join("\n")}` : "No slash commands in this chapter.",
     );
     return undefined;
   }

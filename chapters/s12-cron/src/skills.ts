@@ -37,6 +37,8 @@ export interface Skill {
   path: string;
   /** The whole file as read at start, frontmatter included: what load_skill returns. */
   text: string;
+  /** `disable-model-invocation: true`: only you start it (as /name); the model never sees it. */
+  userOnly?: boolean;
 }
 
 export interface LoadedSkills {
@@ -191,10 +193,17 @@ function readSkill(found: SkillFile, shown: string, problems: string[]): Skill {
   }
 
   description = normalise(description);
-  if (description === "") {
+  const userOnly = meta?.["disable-model-invocation"] === true;
+  if (description === "" && !userOnly) {
     report("description is empty; the model cannot tell when to load this skill");
   }
-  return { name, description, path: found.path, text: found.text };
+  return {
+    name,
+    description,
+    path: found.path,
+    text: found.text,
+    ...(userOnly ? { userOnly } : {}),
+  };
 }
 
 /** A non-empty string field, trimmed; otherwise what is wrong with it. */
@@ -298,7 +307,10 @@ export function loadSkillTool(skills: Skill[], log: SessionLog = nullLog()) {
  * count and any problems in the banner.
  */
 export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "printer">): Mechanism {
-  const { skills, problems } = loadSkills(harness.workdir);
+  const loaded = loadSkills(harness.workdir);
+  const { problems } = loaded;
+  // A skill only you may start is a command (commands.ts), never the model's to load.
+  const skills = loaded.skills.filter((skill) => !skill.userOnly);
   const hasSkills = (role: Role) => role !== "subagent";
   const tool = loadSkillTool(skills, harness.log);
   return {

@@ -20,6 +20,7 @@
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
 import { bashMechanism } from "./bash.ts";
+import { commandsMechanism } from "./commands.ts";
 import { compactMechanism } from "./compact.ts";
 import { cronMechanism } from "./cron.ts";
 import { runHarness } from "./harness.ts";
@@ -44,6 +45,7 @@ export function main(io: MainIO): Promise<number> {
     todoMechanism(harness),
     subagentMechanism(harness),
     skillsMechanism(harness),
+    commandsMechanism(harness),
     compactMechanism(harness),
     memoryMechanism(harness),
     tasksMechanism(harness),

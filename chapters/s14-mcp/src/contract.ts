@@ -8,7 +8,8 @@
  * How several mechanisms on one spot combine:
  *
  *   tools            every mechanism's in list order, then each `extendTool` over all of them
- *   commands         every mechanism's, then each `extendCommand` over all of them
+ *   commands         every mechanism's, then each `extendCommand` over all of them; a
+ *                    command from a file (`file`) yields to one a mechanism defines
  *   sources          one per event kind; a second of one kind is a mistake in main.ts
  *   close            every mechanism's, in list order, even after one throws
  *   beforeModelCall  each in list order, one after the other
@@ -260,6 +261,13 @@ export interface CommandContext {
 
 export interface SlashCommand {
   description: string;
+  /** What its arguments are, for /help (`[message]`). */
+  hint?: string;
+  /**
+   * The file a user's command comes from (`.claude/commands/x.md`): it yields to a command a
+   * mechanism defines with the same name, and the clash is reported.
+   */
+  file?: string;
   /** May return a turn to run next (a command that starts work). */
   run(args: string, context: CommandContext): Promise<TurnInput | undefined>;
 }
@@ -338,15 +346,22 @@ export function gatherTools(mechanisms: Mechanism[], role: Role): ToolDefinition
 
 /**
  * Every mechanism's slash commands, then each mechanism's `extendCommand` applied to all of
- * them in list order; two with one name is a mistake in main.ts.
+ * them in list order; two with one name is a mistake in main.ts. Commands from files come
+ * after the mechanisms' own, and one whose name is taken goes to `shadowed` instead.
  */
-export function commandsOf(mechanisms: Mechanism[]): Map<string, SlashCommand> {
+export function commandsOf(
+  mechanisms: Mechanism[],
+  shadowed: (name: string, file: string) => void = () => {},
+): Map<string, SlashCommand> {
   const commands = new Map<string, SlashCommand>();
-  for (const mechanism of mechanisms) {
-    for (const [name, command] of Object.entries(mechanism.commands ?? {})) {
-      if (commands.has(name)) throw new Error(`two mechanisms define /${name}`);
-      commands.set(name, command);
-    }
+  const all = mechanisms.flatMap((mechanism) => Object.entries(mechanism.commands ?? {}));
+  for (const [name, command] of all.filter(([, command]) => command.file === undefined)) {
+    if (commands.has(name)) throw new Error(`two mechanisms define /${name}`);
+    commands.set(name, command);
+  }
+  for (const [name, command] of all.filter(([, command]) => command.file !== undefined)) {
+    if (commands.has(name)) shadowed(name, command.file!);
+    else commands.set(name, command);
   }
   for (const mechanism of mechanisms) {
     const extend = mechanism.extendCommand?.bind(mechanism);

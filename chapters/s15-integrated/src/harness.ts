@@ -144,7 +144,12 @@ export async function runHarness(
       log: harness.log,
       model: config.model,
       history: [],
-      commands: commandsOf(mechanisms),
+      commands: commandsOf(mechanisms, (name, file) =>
+        harness.printer.line(
+          `[commands] ${file}: /${name} is a command of this harness; the file is not used`,
+          "warn",
+        ),
+      ),
       hooks: mechanisms.flatMap((mechanism) => mechanism.turn ?? []),
       sources: mechanisms.flatMap((mechanism) => mechanism.sources ?? []),
       runTurn: (turn) => {
