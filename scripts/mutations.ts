@@ -338,6 +338,32 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
 
+  // ---------------------------------------------------------------- s17 mcp-http.ts
+  {
+    id: "s17-mcp-http-no-session-header",
+    file: `${S17}/mcp-http.ts`,
+    search: '...(this.session ? { "mcp-session-id": this.session } : {}),',
+    replace: "",
+    description: "requests after initialize no longer carry the server's session id",
+    tests: ["mcp-http.test.ts"],
+  },
+  {
+    id: "s17-mcp-http-no-resume",
+    file: `${S17}/mcp-http.ts`,
+    search: "if (lastId === undefined || attempt >= RESUME_ATTEMPTS) {",
+    replace: "if (true) {",
+    description: "a stream that drops before its answer is never resumed",
+    tests: ["mcp-http.test.ts"],
+  },
+  {
+    id: "s17-mcp-http-session-lost-fails",
+    file: `${S17}/mcp-http.ts`,
+    search: "if (await this.options.sessionLost()) return this.send(message, true);",
+    replace: "",
+    description: "a session the server forgot is not started again",
+    tests: ["mcp-http.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s17 commands.ts
   {
     id: "s17-commands-allowed-tools-every-turn",

@@ -138,7 +138,7 @@ const SHOWS: Record<string, { contains: string[]; order?: Array<[string, string]
       "  [docs] Found 3 results for 'agent hooks'",
       "  [mcp] connected deploy (legacy 2025-11-25, 2 tools): trigger, status",
       "[denied] Permission denied: approval needed (MCP tool mcp__deploy__trigger) but stdin is not a terminal",
-      "deploy: connected (legacy 2025-11-25): mcp__deploy__trigger, mcp__deploy__status",
+      "deploy: connected (stdio, legacy 2025-11-25): mcp__deploy__trigger, mcp__deploy__status",
     ],
     order: [
       ["  [mcp] connected docs", "  | tools (28)"],

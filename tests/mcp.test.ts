@@ -106,9 +106,9 @@ describe.each(MCP_MODULES)("$id MCP modules", (chapter) => {
     );
     expect(config.servers).toEqual([
       { name: "docs", command: "node", args: ["/srv/s.mjs", "docs"], env: { TOKEN: "none" } },
+      { name: "remote", type: "http", url: "https://example.com/mcp", headers: {} },
     ]);
     expect(config.problems).toEqual([
-      ".mcp.json: mcpServers.remote is a http server (url); only stdio servers (command, args, env) are supported",
       ".mcp.json: mcpServers.list must be an object",
       ".mcp.json: mcpServers.nocmd.command must be a non-empty string; server skipped",
       ".mcp.json: mcpServers.badargs.args must be a list of strings; server skipped",
@@ -564,7 +564,7 @@ describe.concurrent.each(carried(chaptersFrom("s14"), MCP))(
         "[mcp] server 'deploy' exited (code 3, signal null); its tools are gone",
       );
       expect(run.output).toMatch(
-        /docs: connected \(modern 2026-07-28\): mcp__docs__search, mcp__docs__get_version\ndeploy: connected \(legacy 2025-11-25\): mcp__deploy__trigger, mcp__deploy__status\nbroken: failed: could not start/,
+        /docs: connected \(stdio, modern 2026-07-28\): mcp__docs__search, mcp__docs__get_version\ndeploy: connected \(stdio, legacy 2025-11-25\): mcp__deploy__trigger, mcp__deploy__status\nbroken: failed: could not start/,
       );
       const hook = JSON.parse(
         readFileSync(path.join(workdir, "hook.json"), "utf8").trim().split("\n")[0]!,
@@ -609,7 +609,7 @@ describe.concurrent.each(carried(chaptersFrom("s14"), MCP))(
         steps: [],
       });
       expect(run.output).toContain(
-        "[mcp] .mcp.json: mcpServers.x is a remote server (url); only stdio servers (command, args, env) are supported",
+        '[mcp] .mcp.json: mcpServers.x.type is missing: a server with a url needs "type": "http"; server skipped',
       );
       expect(run.output).toContain("No MCP servers configured (add them to .mcp.json).");
     });

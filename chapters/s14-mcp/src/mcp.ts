@@ -281,7 +281,8 @@ export class McpServers {
       const live = this.connected.get(name);
       if (live) {
         const era = `${live.connection.era!.kind} ${live.connection.era!.version}`;
-        return `${name}: connected (${era}): ${live.tools.map((t) => t.name).join(", ")}`;
+        const transport = live.connection.config.type ?? "stdio";
+        return `${name}: connected (${transport}, ${era}): ${live.tools.map((t) => t.name).join(", ")}`;
       }
       const failed = this.failed.get(name);
       return failed ? `${name}: failed: ${failed}` : `${name}: not connected`;

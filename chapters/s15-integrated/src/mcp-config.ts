@@ -1,17 +1,19 @@
 /**
  * MCP's configuration (s14): `<WORKDIR>/.mcp.json`, read once when the harness starts.
  *
- *   {"mcpServers": {"docs": {"command": "node", "args": [...], "env": {}}}}
- *   ──> stdio servers in file order, `${VAR}` and `${VAR:-default}` expanded in command,
- *       args and env; every problem named (the file, the field), nothing guessed
+ *   {"mcpServers": {"docs": {"command": "node", "args": [...], "env": {}},
+ *                   "remote": {"type": "http", "url": "https://…/mcp", "headers": {…}}}}
+ *   ──> servers in file order, `${VAR}` and `${VAR:-default}` expanded in command, args,
+ *       env, url and headers; every problem named (the file, the field), nothing guessed
  *
  * A file that is not JSON, or has no mcpServers object, loads no server; a server entry
- * that is wrong (a remote server, a missing command, an unset variable) is skipped.
+ * that is wrong (the old SSE transport, a missing command or url, an unset variable) is
+ * skipped.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { asObject } from "shared";
-import type { ServerConfig } from "./mcp-client.ts";
+import type { HttpServer, ServerConfig } from "./mcp-client.ts";
 
 export const CONFIG_FILE = ".mcp.json";
 
@@ -67,14 +69,28 @@ export function loadMcpConfig(workdir: string, env: Record<string, string | unde
       problems.push(`${where} must be an object`);
       continue;
     }
-    if (entry.url !== undefined || (entry.type !== undefined && entry.type !== "stdio")) {
+    const problem = (field: string, rule: string) =>
+      problems.push(`${where}.${field} ${rule}; server skipped`);
+    if (entry.type === "sse") {
       problems.push(
-        `${where} is a ${String(entry.type ?? "remote")} server (url); only stdio servers (command, args, env) are supported`,
+        `${where} uses the SSE transport, which MCP replaced with Streamable HTTP; if the server speaks it, write "type": "http"; server skipped`,
       );
       continue;
     }
-    const problem = (field: string, rule: string) =>
-      problems.push(`${where}.${field} ${rule}; server skipped`);
+    if (entry.type === "http" || (entry.type === undefined && entry.url !== undefined)) {
+      if (entry.type === undefined) {
+        problem("type", 'is missing: a server with a url needs "type": "http"');
+        continue;
+      }
+      const server = httpServer(name, entry, env);
+      if ("rule" in server) problem(server.field, server.rule);
+      else servers.push(server);
+      continue;
+    }
+    if (entry.type !== undefined && entry.type !== "stdio") {
+      problem("type", `${JSON.stringify(entry.type)} is not stdio, http or sse`);
+      continue;
+    }
     if (typeof entry.command !== "string" || !entry.command.trim()) {
       problem("command", "must be a non-empty string");
       continue;
@@ -106,4 +122,38 @@ export function loadMcpConfig(workdir: string, env: Record<string, string | unde
     }
   }
   return { servers, problems };
+}
+
+/** An http entry as a server, or the field it gets wrong and how. */
+function httpServer(
+  name: string,
+  entry: Record<string, unknown>,
+  env: Record<string, string | undefined>,
+): HttpServer | { field: string; rule: string } {
+  if (typeof entry.url !== "string" || !entry.url.trim())
+    return { field: "url", rule: "must be a non-empty string" };
+  const headers = asObject(entry.headers ?? {});
+  if (!headers || !Object.values(headers).every((v) => typeof v === "string")) {
+    return { field: "headers", rule: "must be an object of strings" };
+  }
+  let url: string;
+  let expanded: Record<string, string>;
+  try {
+    url = expandVars(entry.url, env);
+    expanded = Object.fromEntries(
+      Object.entries(headers as Record<string, string>).map(([k, v]) => [k, expandVars(v, env)]),
+    );
+  } catch (error) {
+    return { field: "url", rule: `or a header: ${(error as Error).message}` };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { field: "url", rule: `is not a URL (${url})` };
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
+    return { field: "url", rule: `must be http:// or https:// (${parsed.protocol})` };
+  }
+  return { name, type: "http", url, headers: expanded };
 }

@@ -1,8 +1,9 @@
 /**
- * The MCP client (s14): one connection to one server, spoken by hand over stdio.
+ * The MCP client (s14): one connection to one server, spoken by hand over stdio or HTTP.
  *
- *   spawn the server (own process group, no API credentials in its environment)
- *   each line on stdin/stdout is one JSON-RPC 2.0 message; stderr and junk go to a log
+ *   stdio  spawn the server (own process group, no API credentials in its environment);
+ *          each line on stdin/stdout is one JSON-RPC 2.0 message; stderr and junk go to a log
+ *   http   a remote server at a URL: each message one POST (mcp-http.ts)
  *
  *   which era?  server/discover ──DiscoverResult (or -32022)──> modern: no handshake, every
  *               │                                               request carries its _meta
@@ -20,6 +21,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { killGroup, trackChild } from "shared";
+import { HttpWire } from "./mcp-http.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
@@ -39,12 +41,25 @@ const META = {
 /** UnsupportedProtocolVersionError: a modern server that wants another revision. */
 const UNSUPPORTED_VERSION = -32022;
 
-export interface ServerConfig {
+/** A server the harness starts and speaks to over its stdin and stdout. */
+export interface StdioServer {
   name: string;
+  type?: "stdio";
   command: string;
   args: string[];
   env: Record<string, string>;
 }
+
+/** A server at a URL, spoken to with Streamable HTTP. */
+export interface HttpServer {
+  name: string;
+  type: "http";
+  url: string;
+  /** Sent with every request (an Authorization header, say): never logged. */
+  headers: Record<string, string>;
+}
+
+export type ServerConfig = StdioServer | HttpServer;
 
 export interface Era {
   kind: "modern" | "legacy";
@@ -99,7 +114,9 @@ export class McpConnection {
   /** Why the server is gone, once it is. */
   exited: string | null = null;
   private readonly options: ConnectionOptions;
-  private readonly child: ChildProcess;
+  /** The server's process (stdio), or its HTTP transport. */
+  private readonly child: ChildProcess | null = null;
+  private readonly http: HttpWire | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private buffer = "";
@@ -109,24 +126,43 @@ export class McpConnection {
   private constructor(config: ServerConfig, options: ConnectionOptions) {
     this.config = config;
     this.options = options;
+    if (config.type === "http") {
+      this.http = new HttpWire({
+        url: config.url,
+        headers: config.headers,
+        deliver: (message) => this.handleMessage(message, JSON.stringify(message)),
+        fail: (id, reason) => this.pending.get(id)?.reject(new McpError(reason)),
+        sessionLost: async () => {
+          try {
+            this.era = await this.initialize();
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        log: (text) => this.log(text),
+      });
+      return;
+    }
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(options.env)) {
       if (value !== undefined && key !== "ANTHROPIC_API_KEY" && key !== "ANTHROPIC_AUTH_TOKEN") {
         env[key] = value;
       }
     }
-    this.child = spawn(config.command, config.args, {
+    const child = spawn(config.command, config.args, {
       cwd: options.workdir,
       env: { ...env, ...config.env },
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
     });
-    trackChild(this.child);
-    this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.receive(chunk));
-    this.child.stderr?.setEncoding("utf8").on("data", (chunk: string) => this.log(chunk));
-    this.child.stdin?.on("error", () => {}); // a server that exits mid-write: 'exit' reports it
-    this.child.once("error", (error) => this.gone(`could not start: ${error.message}`));
-    this.child.once("exit", (code, signal) =>
+    this.child = child;
+    trackChild(child);
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.receive(chunk));
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => this.log(chunk));
+    child.stdin?.on("error", () => {}); // a server that exits mid-write: 'exit' reports it
+    child.once("error", (error) => this.gone(`could not start: ${error.message}`));
+    child.once("exit", (code, signal) =>
       this.gone(`server '${config.name}' exited (code ${code}, signal ${signal})`),
     );
   }
@@ -152,6 +188,11 @@ export class McpConnection {
 
   private async start(): Promise<void> {
     this.era = await this.detectEra();
+    if (this.http) {
+      this.http.protocol = this.era.version;
+      // A legacy server may send its own requests on a stream of their own.
+      if (this.era.kind === "legacy") void this.http.listen();
+    }
     const tools: McpTool[] = [];
     let cursor: string | undefined;
     do {
@@ -173,6 +214,8 @@ export class McpConnection {
   private async detectEra(): Promise<Era> {
     const probe = this.options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
     let late: unknown;
+    // Over HTTP the revision is a header too, which is how a server tells the eras apart.
+    if (this.http) this.http.protocol = MODERN_VERSION;
     const discover = this.send("server/discover", {}, MODERN_VERSION);
     discover.then(
       (found) => {
@@ -198,6 +241,7 @@ export class McpConnection {
     } finally {
       clearTimeout(timer);
     }
+    if (this.http) this.http.protocol = null;
     try {
       return await this.initialize();
     } catch (error) {
@@ -220,6 +264,7 @@ export class McpConnection {
         `the server answered protocol version ${version}; this client speaks ${MODERN_VERSION} and ${LEGACY_VERSIONS.join(", ")}`,
       );
     }
+    if (this.http) this.http.protocol = version;
     this.notify("notifications/initialized");
     return { kind: "legacy", version };
   }
@@ -302,9 +347,11 @@ export class McpConnection {
     this.write({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
   }
 
-  /** One whole line per message; Node writes them in order. */
+  /** One whole line per message (Node writes them in order), or one POST. */
   private write(message: object): void {
-    if (!this.exited) this.child.stdin?.write(`${JSON.stringify(message)}\n`);
+    if (this.exited) return;
+    if (this.http) void this.http.send(message);
+    else this.child?.stdin?.write(`${JSON.stringify(message)}\n`);
   }
 
   private receive(chunk: string): void {
@@ -319,13 +366,19 @@ export class McpConnection {
   }
 
   private handle(line: string): void {
-    let message: Record<string, unknown>;
+    let message: unknown;
     try {
       message = JSON.parse(line);
     } catch {
       this.log(`[junk] ${line}\n`);
       return;
     }
+    this.handleMessage(message, line);
+  }
+
+  /** One message from the server: a request of its own, or the answer to one of ours. */
+  private handleMessage(parsed: unknown, line: string): void {
+    const message = parsed as Record<string, unknown>;
     if (typeof message !== "object" || message === null || message.jsonrpc !== "2.0") {
       this.log(`[junk] ${line}\n`);
       return;
@@ -370,17 +423,27 @@ export class McpConnection {
     }
   }
 
-  /** Closes stdin, then SIGTERM to the group, then SIGKILL after the grace period. */
+  /**
+   * stdio: closes stdin, then SIGTERM to the group, then SIGKILL after the grace period.
+   * HTTP: ends the session; pending requests fail.
+   */
   async close(): Promise<void> {
+    if (!this.child) {
+      this.closing = true;
+      await this.http?.close();
+      this.gone(`server '${this.config.name}' closed`);
+      return;
+    }
+    const child = this.child;
     const ended = this.exited
       ? Promise.resolve()
-      : new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+      : new Promise<void>((resolve) => child.once("exit", () => resolve()));
     this.closing = true;
-    this.child.stdin?.end();
-    if (!this.exited) killGroup(this.child, "SIGTERM");
+    child.stdin?.end();
+    if (!this.exited) killGroup(child, "SIGTERM");
     const grace = new Promise<void>((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref());
     await Promise.race([ended, grace]);
-    if (!this.exited) killGroup(this.child, "SIGKILL");
+    if (!this.exited) killGroup(child, "SIGKILL");
   }
 }
 
