@@ -364,6 +364,23 @@ export const MUTATIONS: Mutation[] = [
     tests: ["mcp-http.test.ts"],
   },
 
+  {
+    id: "s17-mcp-elicit-no-capability",
+    file: `${S17}/mcp-client.ts`,
+    search: "return this.options.elicit ? { elicitation: { form: {} } } : {};",
+    replace: "return {};",
+    description: "a client that can answer a server's questions no longer says so",
+    tests: ["mcp-http.test.ts"],
+  },
+  {
+    id: "s17-mcp-elicit-in-unattended-turn",
+    file: `${S17}/mcp.ts`,
+    search: 'if (!reader.isTTY || this.turnKind !== "user") {',
+    replace: "if (!reader.isTTY) {",
+    description: "a server's question is put to a terminal in a turn nobody typed",
+    tests: ["mcp-http.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s17 commands.ts
   {
     id: "s17-commands-allowed-tools-every-turn",

@@ -14,7 +14,9 @@ import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import type * as CliModule from "../chapters/s14-mcp/src/mcp-cli.ts";
 import type * as ClientModule from "../chapters/s14-mcp/src/mcp-client.ts";
+import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
 import type * as ConfigModule from "../chapters/s14-mcp/src/mcp-config.ts";
 import { carried, chaptersFrom, importChapter, moduleVersions } from "./chapters.ts";
 import { lastToolResults, runChapter, tempWorkspace, userSaid } from "./helpers/run.ts";
@@ -22,6 +24,7 @@ import { lastToolResults, runChapter, tempWorkspace, userSaid } from "./helpers/
 interface Seen {
   method: string;
   rpc?: string;
+  params?: unknown;
   headers: http.IncomingHttpHeaders;
 }
 
@@ -36,6 +39,8 @@ interface Behaviour {
   callStatus?: number;
   /** tools/call waits this long before answering. */
   slowMs?: number;
+  /** tools/call first asks the client: sampling, then a form with defaults, on its stream. */
+  askOnCall?: boolean;
 }
 
 /** A legacy (2025-11-25) Streamable HTTP server with one tool, `echo`. */
@@ -44,6 +49,9 @@ async function legacyServer(behaviour: Behaviour = {}) {
   let session = 0;
   let calls = 0;
   let held: { id: unknown; text: string } | null = null;
+  /** The client's answers to the server's own requests, by id. */
+  const answers = new Map<unknown, unknown>();
+  let asking: { res: http.ServerResponse; id: unknown } | null = null;
   const answer = (res: http.ServerResponse, message: object, sse: boolean, headers = {}) => {
     if (sse) {
       res.writeHead(200, { "content-type": "text/event-stream", ...headers });
@@ -56,9 +64,13 @@ async function legacyServer(behaviour: Behaviour = {}) {
   const server = http.createServer(async (req, res) => {
     let body = "";
     for await (const chunk of req) body += chunk;
-    type Rpc = { id?: unknown; method?: string; params?: { arguments?: { text?: unknown } } };
+    type Rpc = {
+      id?: unknown;
+      method?: string;
+      params?: { arguments?: { text?: unknown }; capabilities?: unknown };
+    };
     const rpc: Rpc = body ? JSON.parse(body) : {};
-    seen.push({ method: req.method!, rpc: rpc.method, headers: req.headers });
+    seen.push({ method: req.method!, rpc: rpc.method, params: rpc.params, headers: req.headers });
     if (req.method === "DELETE") return res.writeHead(200).end();
     if (req.method === "GET") {
       if (req.headers["last-event-id"] === "p1" && held) {
@@ -71,6 +83,18 @@ async function legacyServer(behaviour: Behaviour = {}) {
       return res.writeHead(405).end();
     }
     if (rpc.id === undefined) return res.writeHead(202).end();
+    if (rpc.method === undefined) {
+      // The client's answer to one of the server's requests.
+      answers.set(rpc.id, rpc);
+      res.writeHead(202).end();
+      if (asking && answers.has("sample") && answers.has("form")) {
+        const form = answers.get("form") as { result?: { content?: Record<string, unknown> } };
+        const result = { content: [{ type: "text", text: `hello ${form.result?.content?.name}` }] };
+        asking.res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: asking.id, result })}\n\n`);
+        asking = null;
+      }
+      return;
+    }
     if (rpc.method === "initialize") {
       session++;
       const result = {
@@ -102,6 +126,21 @@ async function legacyServer(behaviour: Behaviour = {}) {
     if (rpc.method === "tools/call") {
       calls++;
       if (behaviour.callStatus) return res.writeHead(behaviour.callStatus).end("upstream broke");
+      if (behaviour.askOnCall) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const ask = (id: string, method: string, params: object) =>
+          res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n\n`);
+        ask("sample", "sampling/createMessage", { messages: [], maxTokens: 10 });
+        ask("form", "elicitation/create", {
+          message: "Who are you?",
+          requestedSchema: {
+            type: "object",
+            properties: { name: { type: "string", default: "Ann" }, age: { type: "integer" } },
+          },
+        });
+        asking = { res, id: rpc.id };
+        return;
+      }
       if (behaviour.slowMs) await new Promise((r) => setTimeout(r, behaviour.slowMs));
       const said = String(rpc.params?.arguments?.text ?? "");
       if (behaviour.dropOnce && !held) {
@@ -130,7 +169,7 @@ async function legacyServer(behaviour: Behaviour = {}) {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-  return { url, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { url, seen, answers, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
 /** The official SDK's HTTP handler (both eras) behind node:http, on 127.0.0.1 only. */
@@ -170,7 +209,7 @@ async function sdkServer() {
   return { url, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-const HTTP = moduleVersions("s14", ["mcp-client.ts", "mcp-http.ts", "mcp-config.ts"]);
+const HTTP = moduleVersions("s14", ["mcp-client.ts", "mcp-http.ts", "mcp-config.ts", "mcp-cli.ts"]);
 
 describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
   let client: typeof ClientModule;
@@ -292,6 +331,55 @@ describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
     }
   });
 
+  it("answers a server's own requests on the call's stream: a form through elicit, sampling refused", async () => {
+    const server = await legacyServer({ askOnCall: true, sse: true });
+    try {
+      const asked: unknown[] = [];
+      const c = await open(server.url, {
+        elicit: async (request) => {
+          asked.push(request.message);
+          return { action: "accept", content: client.elicitationDefaults(request) };
+        },
+      }).connection;
+      expect(await c.callTool("echo", { text: "x" })).toEqual({
+        content: [{ type: "text", text: "hello Ann" }],
+      });
+      await c.close();
+      expect(asked).toEqual(["Who are you?"]);
+      // Only a client that can answer says it can.
+      const init = server.seen.find((s) => s.rpc === "initialize")!;
+      expect(init.params).toMatchObject({ capabilities: { elicitation: { form: {} } } });
+      expect(server.answers.get("form")).toMatchObject({
+        result: { action: "accept", content: { name: "Ann" } },
+      });
+      expect(server.answers.get("sample")).toMatchObject({
+        error: { code: -32601, message: "Method not found: sampling/createMessage" },
+      });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("runs as the conformance suite's client: a scenario it knows, or a clear refusal", async () => {
+    const cli = await importChapter<typeof CliModule>(chapter, "mcp-cli.ts");
+    const server = await legacyServer();
+    try {
+      expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "initialize" })).toBe(0);
+      expect(server.seen.some((s) => s.rpc === "tools/list")).toBe(true);
+      expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "auth/none" })).toBe(2);
+      expect(await cli.main(["not-a-url"], {})).toBe(2);
+      expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "tools_call" })).toBe(0);
+      expect(server.seen.find((s) => s.rpc === "tools/call")?.params).toMatchObject({
+        name: "add_numbers",
+        arguments: { a: 5, b: 3 },
+      });
+      await server.close();
+      expect(await cli.main([server.url], {})).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("works with the official TypeScript SDK's HTTP handler (it answers the modern probe)", async () => {
     const server = await sdkServer();
     try {
@@ -307,6 +395,77 @@ describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
     }
   });
 });
+
+describe.each(moduleVersions("s14", ["mcp.ts"]))(
+  "$id a server's question at the terminal",
+  (chapter) => {
+    let mcp: typeof McpModule;
+    beforeAll(async () => {
+      mcp = await importChapter<typeof McpModule>(chapter, "mcp.ts");
+    });
+    const form = {
+      message: "Deploy where?",
+      requestedSchema: {
+        properties: {
+          region: { type: "string", enum: ["eu", "us"], default: "eu" },
+          replicas: { type: "integer", description: "How many" },
+          dry: { type: "boolean", default: true },
+        },
+        required: ["replicas"],
+      },
+    };
+    const servers = (answers: Array<string | null>, isTTY = true) => {
+      const printed: string[] = [];
+      const asked: string[] = [];
+      const instance = new mcp.McpServers({
+        workdir: tempWorkspace("elicit"),
+        env: {},
+        emit: (event) => printed.push(event.type === "notice" ? event.text : ""),
+        log: {} as never,
+        agent: () => ({}) as never,
+        reader: {
+          isTTY,
+          ask: async (question: string) => {
+            asked.push(question);
+            return answers.shift() ?? null;
+          },
+        } as never,
+      });
+      return { instance, printed, asked };
+    };
+
+    it("asks each field with its type, choices and default, then sends what the user accepts", async () => {
+      const { instance, asked, printed } = servers(["", "x", "", "3", "n", "y"]);
+      expect(await instance.elicit("deploy", form)).toEqual({
+        action: "accept",
+        content: { region: "eu", replicas: 3, dry: false },
+      });
+      expect(printed).toContain("  [mcp] deploy asks: Deploy where?");
+      expect(asked[0]).toBe("    region (string, one of eu | us, empty: eu): ");
+      expect(asked[1]).toBe("    replicas (How many; integer): ");
+      expect(printed).toContain("    x is not an integer");
+      expect(printed).toContain("    replicas is required");
+      expect(asked.at(-1)).toBe("  Send this to deploy? [y/N, c cancels] ");
+    });
+
+    it("declines with no terminal or in a turn nobody typed, and cancels on c or end of input", async () => {
+      const piped = servers([], false);
+      expect(await piped.instance.elicit("deploy", form)).toEqual({ action: "decline" });
+      expect(piped.printed).toContain("  [mcp] declined: nobody can answer (no terminal)");
+      const scheduled = servers([]);
+      scheduled.instance.turnKind = "scheduled" as never;
+      expect(await scheduled.instance.elicit("deploy", form)).toEqual({ action: "decline" });
+      expect(scheduled.printed).toContain("  [mcp] declined: nobody can answer (a scheduled turn)");
+      expect(await servers(["", "2", "", "c"]).instance.elicit("d", form)).toEqual({
+        action: "cancel",
+      });
+      expect(await servers([null]).instance.elicit("d", form)).toEqual({ action: "cancel" });
+      expect(await servers(["", "2", "", ""]).instance.elicit("d", form)).toEqual({
+        action: "decline",
+      });
+    });
+  },
+);
 
 describe.each(moduleVersions("s14", ["mcp-config.ts"]))("$id .mcp.json http entries", (chapter) => {
   let config: typeof ConfigModule;
@@ -363,6 +522,35 @@ describe.concurrent.each(carried(chaptersFrom("s14"), HTTP))(
       server = await legacyServer({ sse: true });
     });
     afterAll(() => server.close());
+
+    it("declines a server's question in a session with no terminal, and the call still ends", async () => {
+      const asking = await legacyServer({ sse: true, askOnCall: true });
+      try {
+        const run = await runChapter(chapter, {
+          prompts: ["connect"],
+          files: {
+            ".mcp.json": JSON.stringify({
+              mcpServers: { asker: { type: "http", url: asking.url } },
+            }),
+            ".claude/settings.json": JSON.stringify({ permissions: { allow: ["mcp__asker__*"] } }),
+          },
+          steps: [
+            { when: userSaid("connect"), reply: reply(toolUse("connect_mcp", { name: "asker" })) },
+            {
+              when: (r) => String(lastToolResults(r)[0]?.content).startsWith("Connected"),
+              reply: reply(toolUse("mcp__asker__echo", { text: "x" })),
+            },
+            { when: (r) => lastToolResults(r).length > 0, reply: reply(text("ASKED")) },
+          ],
+        });
+        expect(run.output).toContain("[mcp] asker asks: Who are you?");
+        expect(run.output).toContain("[mcp] declined: nobody can answer (no terminal)");
+        expect(asking.answers.get("form")).toMatchObject({ result: { action: "decline" } });
+        expect(run.output).toContain("ASKED");
+      } finally {
+        await asking.close();
+      }
+    });
 
     it("connects a type http server from .mcp.json and calls its tool; the header's token reaches no request and no log", async () => {
       const run = await runChapter(chapter, {

@@ -23,17 +23,20 @@ import {
   harnessPath,
   isAbortError,
   type ObjectSchema,
+  type Parsed,
   positiveIntVar,
   type Tone,
   type ToolDefinition,
   type ToolOutput,
 } from "shared";
-import type { Mechanism } from "./contract.ts";
+import type { Mechanism, TurnKind } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { runName } from "./mailbox.ts";
 import {
   CALL_TIMEOUT_MS,
   CONNECT_TIMEOUT_MS,
+  type Elicitation,
+  type ElicitResult,
   McpConnection,
   McpError,
   type McpTool,
@@ -176,14 +179,16 @@ export class McpServers {
   /** In connection order: the order their tools are offered in. */
   readonly connected = new Map<string, Connected>();
   readonly failed = new Map<string, string>();
-  private readonly harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent">;
+  private readonly harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent" | "reader">;
+  /** The kind of the turn under way: a server may ask the user only in one someone typed. */
+  turnKind: TurnKind = "user";
   private readonly timeouts: {
     probeTimeoutMs: number;
     connectTimeoutMs: number;
     callTimeoutMs: number;
   };
 
-  constructor(harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent">) {
+  constructor(harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent" | "reader">) {
     this.harness = harness;
     this.config = loadMcpConfig(harness.workdir, harness.env);
     // Checked now: a bad value ends the start with one line naming the variable.
@@ -221,6 +226,7 @@ export class McpServers {
         logFile,
         ...this.timeouts,
         onExit: (reason) => this.lost(name, reason),
+        elicit: (request) => this.elicit(name, request),
       });
     } catch (error) {
       return refuse(this.failure(name, (error as Error).message, logFile));
@@ -269,6 +275,44 @@ export class McpServers {
     return `MCP error: failed to connect '${name}': ${reason}${tail}`;
   }
 
+  /**
+   * A server's question (`elicitation/create`) for the user: each field asked at the
+   * terminal, its default taken on an empty line, then accept, decline or cancel. With no
+   * terminal, or in a turn nobody typed, it is declined, and the terminal says why.
+   */
+  async elicit(server: string, request: Elicitation): Promise<ElicitResult> {
+    this.say(`  [mcp] ${server} asks: ${request.message}`, "warn");
+    const reader = this.harness.reader;
+    if (!reader.isTTY || this.turnKind !== "user") {
+      const why = reader.isTTY ? `a ${this.turnKind} turn` : "no terminal";
+      this.say(`  [mcp] declined: nobody can answer (${why})`, "warn");
+      return { action: "decline" };
+    }
+    const content: Record<string, unknown> = {};
+    const required = new Set(request.requestedSchema.required ?? []);
+    for (const [name, field] of Object.entries(request.requestedSchema.properties ?? {})) {
+      for (let tries = 0; ; tries++) {
+        const line = await reader.ask(`    ${name} ${fieldHint(field)}: `);
+        if (line === null) return { action: "cancel" };
+        const value = fieldValue(field, line.trim());
+        if (value.ok) {
+          if (value.value !== undefined) content[name] = value.value;
+          else if (required.has(name)) {
+            this.say(`    ${name} is required`, "warn");
+            continue;
+          }
+          break;
+        }
+        this.say(`    ${value.error}`, "warn");
+        if (tries >= 2) return { action: "cancel" };
+      }
+    }
+    const answer = (await reader.ask(`  Send this to ${server}? [y/N, c cancels] `))?.trim();
+    if (answer === "c") return { action: "cancel" };
+    if (answer === "y" || answer === "yes") return { action: "accept", content };
+    return { action: "decline" };
+  }
+
   private lost(name: string, reason: string): void {
     this.connected.delete(name);
     this.failed.set(name, reason);
@@ -303,6 +347,37 @@ export class McpServers {
   }
 }
 
+/** How a field is asked: its type, its choices, its default. */
+function fieldHint(field: Record<string, unknown>): string {
+  const choices = Array.isArray(field.enum) ? `, one of ${field.enum.join(" | ")}` : "";
+  const fallback = field.default === undefined ? "" : `, empty: ${String(field.default)}`;
+  const about = typeof field.description === "string" ? `${field.description}; ` : "";
+  return `(${about}${String(field.type ?? "string")}${choices}${fallback})`;
+}
+
+/** A typed line as the field's value: empty takes the default (or leaves it out). */
+function fieldValue(field: Record<string, unknown>, line: string): Parsed<unknown> {
+  if (line === "") return { ok: true, value: field.default };
+  if (Array.isArray(field.enum) && !field.enum.includes(line)) {
+    return { ok: false, error: `one of ${field.enum.join(", ")}, please` };
+  }
+  switch (field.type) {
+    case "integer":
+    case "number": {
+      const value = Number(line);
+      const whole = field.type === "integer" ? Number.isInteger(value) : Number.isFinite(value);
+      const kind = field.type === "integer" ? "an integer" : "a number";
+      return whole ? { ok: true, value } : { ok: false, error: `${line} is not ${kind}` };
+    }
+    case "boolean":
+      if (["y", "yes", "true"].includes(line)) return { ok: true, value: true };
+      if (["n", "no", "false"].includes(line)) return { ok: true, value: false };
+      return { ok: false, error: "y or n, please" };
+    default:
+      return { ok: true, value: line };
+  }
+}
+
 export function connectTool(servers: McpServers) {
   const names = servers.config.servers.map((server) => server.name).join(", ") || "none";
   return defineTool({
@@ -320,7 +395,7 @@ export function connectTool(servers: McpServers) {
  * stopped when the session ends.
  */
 export function mcpMechanism(
-  harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "printer" | "agent">,
+  harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "printer" | "agent" | "reader">,
 ): Mechanism {
   const servers = new McpServers(harness);
   const tool = connectTool(servers);
@@ -364,6 +439,12 @@ export function mcpMechanism(
           ]
         : []),
     ],
+    turn: {
+      // A server may ask the user a question only in a turn someone typed.
+      beforeTurn: async (turn) => {
+        servers.turnKind = turn.kind;
+      },
+    },
     close: () => servers.closeAll(),
   };
 }

@@ -96,6 +96,23 @@ export interface ConnectionOptions {
   callTimeoutMs?: number;
   /** Called once if the server exits while connected. */
   onExit?(reason: string): void;
+  /**
+   * Answers a server's `elicitation/create` (a question for the user). Given, the client
+   * declares the elicitation capability; absent, such requests are refused.
+   */
+  elicit?(request: Elicitation): Promise<ElicitResult>;
+}
+
+/** What a server asks the user (`elicitation/create`, form mode). */
+export interface Elicitation {
+  message: string;
+  /** A flat object schema: each property a string, number, integer, boolean or enum. */
+  requestedSchema: { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+}
+
+export interface ElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, unknown>;
 }
 
 type Pending = { resolve(value: unknown): void; reject(error: Error): void };
@@ -255,7 +272,7 @@ export class McpConnection {
   private async initialize(): Promise<Era> {
     const init = (await this.send("initialize", {
       protocolVersion: LEGACY_VERSION,
-      capabilities: {},
+      capabilities: this.capabilities(),
       clientInfo: CLIENT_INFO,
     })) as { protocolVersion?: unknown };
     const version = String(init.protocolVersion);
@@ -304,7 +321,7 @@ export class McpConnection {
           ...params,
           _meta: {
             [META.version]: modern,
-            [META.capabilities]: {},
+            [META.capabilities]: this.capabilities(),
             [META.clientInfo]: CLIENT_INFO,
           },
         }
@@ -384,17 +401,7 @@ export class McpConnection {
       return;
     }
     if (typeof message.method === "string") {
-      // A request from the server: a legacy one may ping; nothing else is served.
-      if (message.id === undefined) return;
-      if (message.method === "ping") {
-        this.write({ jsonrpc: "2.0", id: message.id, result: {} });
-        return;
-      }
-      this.write({
-        jsonrpc: "2.0",
-        id: message.id,
-        error: { code: -32601, message: `Method not found: ${message.method}` },
-      });
+      if (message.id !== undefined) void this.serve(message.id, message.method, message.params);
       return;
     }
     const waiting = typeof message.id === "number" ? this.pending.get(message.id) : undefined;
@@ -406,6 +413,35 @@ export class McpConnection {
     if (error) {
       waiting.reject(new McpError(`${error.code} ${error.message}`, error.code, error.data));
     } else waiting.resolve(message.result ?? {});
+  }
+
+  /** What this client can do for a server: elicitation, when someone can answer. */
+  private capabilities(): Record<string, unknown> {
+    return this.options.elicit ? { elicitation: { form: {} } } : {};
+  }
+
+  /**
+   * A request from the server: `ping`, and `elicitation/create` when someone can answer;
+   * everything else (sampling, roots …) is refused, as the declared capabilities say. A
+   * failing answer is an error reply, never a crash.
+   */
+  private async serve(id: unknown, method: string, params: unknown): Promise<void> {
+    const reply = (body: { result: unknown } | { error: { code: number; message: string } }) =>
+      this.write({ jsonrpc: "2.0", id, ...body });
+    if (method === "ping") return reply({ result: {} });
+    if (method === "elicitation/create" && this.options.elicit) {
+      const request = params as Partial<Elicitation> | undefined;
+      if (typeof request?.message !== "string" || typeof request.requestedSchema !== "object") {
+        const message = "elicitation/create needs a message and a requestedSchema";
+        return reply({ error: { code: -32602, message } });
+      }
+      try {
+        return reply({ result: await this.options.elicit(request as Elicitation) });
+      } catch (error) {
+        return reply({ error: { code: -32603, message: (error as Error).message } });
+      }
+    }
+    reply({ error: { code: -32601, message: `Method not found: ${method}` } });
   }
 
   private gone(reason: string): void {
@@ -445,6 +481,15 @@ export class McpConnection {
     await Promise.race([ended, grace]);
     if (!this.exited) killGroup(child, "SIGKILL");
   }
+}
+
+/** The answer a form gets when every field keeps its default: what a user who just accepts sends. */
+export function elicitationDefaults(request: Elicitation): Record<string, unknown> {
+  const content: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(request.requestedSchema.properties ?? {})) {
+    if (field.default !== undefined) content[name] = field.default;
+  }
+  return content;
 }
 
 function supportedOf(data: unknown): string[] {
