@@ -381,6 +381,32 @@ export const MUTATIONS: Mutation[] = [
     tests: ["mcp-http.test.ts"],
   },
 
+  {
+    id: "s17-mcp-auth-state-unchecked",
+    file: `${S17}/mcp-auth.ts`,
+    search: 'if (answer.get("state") !== state)',
+    replace: "if (false)",
+    description: "an authorization answer with another state is taken",
+    tests: ["mcp-http.test.ts"],
+  },
+  {
+    id: "s17-mcp-auth-no-step-up",
+    file: `${S17}/mcp-http.ts`,
+    search:
+      '(response.status === 403 && bearerChallenge(challenge).error === "insufficient_scope");',
+    replace: "false;",
+    description: "a 403 insufficient_scope no longer signs in again for the scope it names",
+    tests: ["mcp-http.test.ts"],
+  },
+  {
+    id: "s17-mcp-auth-token-world-readable",
+    file: `${S17}/mcp-auth.ts`,
+    search: "chmodSync(this.options.tokenFile, 0o600);",
+    replace: "chmodSync(this.options.tokenFile, 0o644);",
+    description: "a kept token can be read by other users",
+    tests: ["mcp-http.test.ts"],
+  },
+
   // ---------------------------------------------------------------- s17 commands.ts
   {
     id: "s17-commands-allowed-tools-every-turn",

@@ -6,7 +6,8 @@
  * http entries, and through the chapter a remote server's tool called with a header whose
  * token never reaches the model or the logs.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -15,6 +16,7 @@ import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
+import type * as AuthModule from "../chapters/s14-mcp/src/mcp-auth.ts";
 import type * as CliModule from "../chapters/s14-mcp/src/mcp-cli.ts";
 import type * as ClientModule from "../chapters/s14-mcp/src/mcp-client.ts";
 import type * as ConfigModule from "../chapters/s14-mcp/src/mcp-config.ts";
@@ -209,7 +211,130 @@ async function sdkServer() {
   return { url, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-const HTTP = moduleVersions("s14", ["mcp-client.ts", "mcp-http.ts", "mcp-config.ts", "mcp-cli.ts"]);
+interface AuthBehaviour {
+  /** tools/call needs this scope as well (403 insufficient_scope until a token has it). */
+  stepUp?: string;
+  /** Never grant stepUp: every tools/call answers 403. */
+  neverEnough?: boolean;
+  /** No registration endpoint; the token endpoint takes client_secret_basic only. */
+  preRegistered?: boolean;
+  /** /authorize answers with another state. */
+  wrongState?: boolean;
+}
+
+/** An MCP server that wants a bearer token, with its own authorization server, on one port. */
+async function protectedServer(behaviour: AuthBehaviour = {}) {
+  const seen: Array<{ path: string; query: Record<string, string>; body: string; auth?: string }> =
+    [];
+  const tokens = new Map<string, string[]>();
+  let challenge = "";
+  let scopes: string[] = [];
+  const server = http.createServer(async (req, res) => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = new URL(req.url ?? "/", base);
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const query = Object.fromEntries(url.searchParams);
+    seen.push({ path: url.pathname, query, body, auth: req.headers.authorization });
+    const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.end(JSON.stringify(value));
+    };
+    const metadata = `${base}/.well-known/oauth-protected-resource/mcp`;
+    switch (url.pathname) {
+      case "/.well-known/oauth-protected-resource/mcp":
+        return json(200, {
+          resource: `${base}/mcp`,
+          authorization_servers: [base],
+          scopes_supported: ["mcp:read"],
+        });
+      case "/.well-known/oauth-authorization-server":
+        return json(200, {
+          issuer: base,
+          authorization_endpoint: `${base}/authorize`,
+          token_endpoint: `${base}/token`,
+          ...(behaviour.preRegistered ? {} : { registration_endpoint: `${base}/register` }),
+          token_endpoint_auth_methods_supported: behaviour.preRegistered
+            ? ["client_secret_basic"]
+            : ["none"],
+          code_challenge_methods_supported: ["S256"],
+        });
+      case "/register":
+        return json(201, { client_id: "dyn-client" });
+      case "/authorize": {
+        challenge = query.code_challenge ?? "";
+        scopes = (query.scope ?? "").split(" ").filter(Boolean);
+        const state = behaviour.wrongState ? "forged" : query.state;
+        res.writeHead(302, { location: `${query.redirect_uri}?code=c1&state=${state}` });
+        return res.end();
+      }
+      case "/token": {
+        const form = new URLSearchParams(body);
+        const verifier = form.get("code_verifier") ?? "";
+        const proof = createHash("sha256").update(verifier).digest("base64url");
+        if (proof !== challenge) return json(400, { error: "invalid_grant" });
+        const token = `tok-${tokens.size + 1}`;
+        tokens.set(token, scopes);
+        return json(200, { access_token: token, token_type: "Bearer" });
+      }
+      case "/mcp": {
+        const token = req.headers.authorization?.replace(/^Bearer /, "") ?? "";
+        if (!tokens.has(token)) {
+          return json(
+            401,
+            { error: "invalid_token" },
+            { "www-authenticate": `Bearer resource_metadata="${metadata}"` },
+          );
+        }
+        const rpc = JSON.parse(body) as { id?: unknown; method?: string };
+        if (rpc.id === undefined) return res.writeHead(202).end();
+        const want = behaviour.stepUp;
+        if (
+          rpc.method === "tools/call" &&
+          want &&
+          (behaviour.neverEnough || !tokens.get(token)!.includes(want))
+        ) {
+          return json(
+            403,
+            { error: "insufficient_scope" },
+            {
+              "www-authenticate": `Bearer error="insufficient_scope", scope="${want}", resource_metadata="${metadata}"`,
+            },
+          );
+        }
+        const results: Record<string, unknown> = {
+          initialize: {
+            protocolVersion: "2025-11-25",
+            capabilities: { tools: {} },
+            serverInfo: { name: "p", version: "1" },
+          },
+          "tools/list": { tools: [{ name: "secret", inputSchema: { type: "object" } }] },
+          "tools/call": { content: [{ type: "text", text: "the secret" }] },
+        };
+        const result = results[rpc.method ?? ""];
+        if (!result)
+          return json(200, {
+            jsonrpc: "2.0",
+            id: rpc.id,
+            error: { code: -32601, message: "Method not found" },
+          });
+        return json(200, { jsonrpc: "2.0", id: rpc.id, result });
+      }
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  return { url, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const HTTP = moduleVersions("s14", [
+  "mcp-client.ts",
+  "mcp-http.ts",
+  "mcp-config.ts",
+  "mcp-cli.ts",
+  "mcp-auth.ts",
+]);
 
 describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
   let client: typeof ClientModule;
@@ -366,7 +491,7 @@ describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
     try {
       expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "initialize" })).toBe(0);
       expect(server.seen.some((s) => s.rpc === "tools/list")).toBe(true);
-      expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "auth/none" })).toBe(2);
+      expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "resources_read" })).toBe(2);
       expect(await cli.main(["not-a-url"], {})).toBe(2);
       expect(await cli.main([server.url], { MCP_CONFORMANCE_SCENARIO: "tools_call" })).toBe(0);
       expect(server.seen.find((s) => s.rpc === "tools/call")?.params).toMatchObject({
@@ -378,6 +503,106 @@ describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
     } finally {
       await server.close();
     }
+  });
+
+  describe("authorization", () => {
+    let auth: typeof AuthModule;
+    beforeAll(async () => {
+      auth = await importChapter<typeof AuthModule>(chapter, "mcp-auth.ts");
+    });
+    const signed = (url: string, extra: Partial<AuthModule.AuthOptions> = {}) => {
+      const tokenFile = path.join(tempWorkspace("mcp-auth"), "auth", "token.json");
+      const options = { tokenFile, callback: async () => auth.headlessCallback(), ...extra };
+      return { tokenFile, connection: open(url, { auth: options }).connection, options };
+    };
+
+    it("signs in on a 401: resource and server metadata, registration, PKCE with state and resource, then the bearer; the token kept 0600 and reused", async () => {
+      const server = await protectedServer();
+      try {
+        const { connection, tokenFile, options } = signed(server.url);
+        const c = await connection;
+        expect(await c.callTool("secret", {})).toEqual({
+          content: [{ type: "text", text: "the secret" }],
+        });
+        await c.close();
+        const paths = server.seen.map((s) => s.path);
+        expect(paths.slice(0, 6)).toEqual([
+          "/mcp",
+          "/.well-known/oauth-protected-resource/mcp",
+          "/.well-known/oauth-authorization-server",
+          "/register",
+          "/authorize",
+          "/token",
+        ]);
+        const authorize = server.seen.find((s) => s.path === "/authorize")!.query;
+        expect(authorize).toMatchObject({
+          response_type: "code",
+          client_id: "dyn-client",
+          code_challenge_method: "S256",
+          resource: server.url,
+          scope: "mcp:read",
+        });
+        expect(authorize.state?.length).toBeGreaterThan(10);
+        const token = new URLSearchParams(server.seen.find((s) => s.path === "/token")!.body);
+        expect(token.get("client_id")).toBe("dyn-client");
+        expect(token.get("resource")).toBe(server.url);
+        expect(server.seen.filter((s) => s.path === "/mcp").at(-1)!.auth).toBe("Bearer tok-1");
+        expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+        // A new connection starts with the kept token: no second sign-in.
+        const again = await open(server.url, { auth: options }).connection;
+        await again.close();
+        expect(server.seen.filter((s) => s.path === "/authorize")).toHaveLength(1);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it("asks for more scope on a 403 insufficient_scope, and gives up after three sign-ins", async () => {
+      const server = await protectedServer({ stepUp: "mcp:write" });
+      try {
+        const c = await signed(server.url).connection;
+        expect(await c.callTool("secret", {})).toMatchObject({ content: [{ text: "the secret" }] });
+        expect(
+          server.seen.filter((s) => s.path === "/authorize").map((s) => s.query.scope),
+        ).toEqual(["mcp:read", "mcp:write"]);
+        await c.close();
+      } finally {
+        await server.close();
+      }
+      const stubborn = await protectedServer({ stepUp: "mcp:write", neverEnough: true });
+      try {
+        const c = await signed(stubborn.url).connection;
+        await expect(c.callTool("secret", {})).rejects.toThrow(
+          /still refuses after 3 authorizations \(HTTP 403\)/,
+        );
+        await c.close();
+      } finally {
+        await stubborn.close();
+      }
+    });
+
+    it("uses a pre-registered client with client_secret_basic, and refuses an answer with another state", async () => {
+      const server = await protectedServer({ preRegistered: true });
+      try {
+        const c = await signed(server.url, { client: { id: "pre", secret: "s3cret" } }).connection;
+        await c.close();
+        expect(server.seen.some((s) => s.path === "/register")).toBe(false);
+        const token = server.seen.find((s) => s.path === "/token")!;
+        expect(token.auth).toBe(`Basic ${Buffer.from("pre:s3cret").toString("base64")}`);
+        expect(new URLSearchParams(token.body).get("client_secret")).toBeNull();
+      } finally {
+        await server.close();
+      }
+      const forged = await protectedServer({ wrongState: true });
+      try {
+        await expect(signed(forged.url).connection).rejects.toThrow(
+          /authorization for .* failed: the authorization answer's state does not match: refused/,
+        );
+        expect(forged.seen.some((s) => s.path === "/token")).toBe(false);
+      } finally {
+        await forged.close();
+      }
+    });
   });
 
   it("works with the official TypeScript SDK's HTTP handler (it answers the modern probe)", async () => {
@@ -523,6 +748,30 @@ describe.concurrent.each(carried(chaptersFrom("s14"), HTTP))(
     });
     afterAll(() => server.close());
 
+    it("says a server that wants a sign-in needs a terminal, and writes no token", async () => {
+      const guarded = await protectedServer();
+      try {
+        const run = await runChapter(chapter, {
+          prompts: ["connect"],
+          files: {
+            ".mcp.json": JSON.stringify({
+              mcpServers: { vault: { type: "http", url: guarded.url } },
+            }),
+          },
+          steps: [
+            { when: userSaid("connect"), reply: reply(toolUse("connect_mcp", { name: "vault" })) },
+            { when: (r) => lastToolResults(r).length > 0, reply: reply(text("NO SIGN-IN")) },
+          ],
+        });
+        expect(String(lastToolResults(run.requests[1]!)[0]?.content)).toMatch(
+          /authorization for http:\/\/127\.0\.0\.1:\d+\/mcp failed: signing in needs a terminal/,
+        );
+        expect(guarded.seen.some((s) => s.path === "/authorize")).toBe(false);
+      } finally {
+        await guarded.close();
+      }
+    });
+
     it("declines a server's question in a session with no terminal, and the call still ends", async () => {
       const asking = await legacyServer({ sse: true, askOnCall: true });
       try {
@@ -582,7 +831,7 @@ describe.concurrent.each(carried(chaptersFrom("s14"), HTTP))(
       });
       expect(run.output).toContain("HTTP DONE");
       expect(run.output).toContain(
-        "remote: connected (http, legacy 2025-11-25): mcp__remote__echo",
+        "remote: connected (http, legacy 2025-11-25, no token): mcp__remote__echo",
       );
       expect(JSON.stringify(run.requests)).not.toContain("secret-token");
       const logs = path.join(run.workdir, ".harness", "logs");

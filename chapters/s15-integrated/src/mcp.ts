@@ -32,6 +32,7 @@ import {
 import type { Mechanism, TurnKind } from "./contract.ts";
 import type { Harness } from "./harness.ts";
 import { runName } from "./mailbox.ts";
+import { type Callback, loopbackCallback } from "./mcp-auth.ts";
 import {
   CALL_TIMEOUT_MS,
   CONNECT_TIMEOUT_MS,
@@ -227,6 +228,15 @@ export class McpServers {
         ...this.timeouts,
         onExit: (reason) => this.lost(name, reason),
         elicit: (request) => this.elicit(name, request),
+        // A remote server that answers 401: its token kept under .harness/, never logged.
+        ...(config.type === "http"
+          ? {
+              auth: {
+                tokenFile: harnessPath(this.harness.workdir, "mcp-auth", `${sanitize(name)}.json`),
+                callback: () => this.signIn(name),
+              },
+            }
+          : {}),
       });
     } catch (error) {
       return refuse(this.failure(name, (error as Error).message, logFile));
@@ -313,6 +323,17 @@ export class McpServers {
     return { action: "decline" };
   }
 
+  /** Where a sign-in comes back: a listener on this machine; the URL is shown to open. */
+  private async signIn(server: string): Promise<Callback> {
+    if (!this.harness.reader.isTTY) {
+      throw new McpError("signing in needs a terminal: start the harness in one and connect again");
+    }
+    return loopbackCallback((url) => {
+      this.say(`  [mcp] ${server} wants you to sign in: open this URL in a browser`, "warn");
+      this.say(`  ${url.toString()}`, "warn");
+    });
+  }
+
   private lost(name: string, reason: string): void {
     this.connected.delete(name);
     this.failed.set(name, reason);
@@ -326,7 +347,8 @@ export class McpServers {
       if (live) {
         const era = `${live.connection.era!.kind} ${live.connection.era!.version}`;
         const transport = live.connection.config.type ?? "stdio";
-        return `${name}: connected (${transport}, ${era}): ${live.tools.map((t) => t.name).join(", ")}`;
+        const auth = live.connection.auth ? `, ${live.connection.auth.state}` : "";
+        return `${name}: connected (${transport}, ${era}${auth}): ${live.tools.map((t) => t.name).join(", ")}`;
       }
       const failed = this.failed.get(name);
       return failed ? `${name}: failed: ${failed}` : `${name}: not connected`;

@@ -13,6 +13,7 @@
 import os from "node:os";
 import path from "node:path";
 import { runIfEntry } from "shared";
+import { headlessCallback } from "./mcp-auth.ts";
 import { elicitationDefaults, McpConnection } from "./mcp-client.ts";
 
 /** What each scenario the adapter knows asks the client to do once it is connected. */
@@ -21,7 +22,24 @@ const SCENARIOS: Record<string, (connection: McpConnection) => Promise<unknown>>
   tools_call: (c) => c.callTool("add_numbers", { a: 5, b: 3 }),
   "sse-retry": (c) => c.callTool(c.tools[0]?.name ?? "test_reconnection", {}),
   "elicitation-sep1034-client-defaults": (c) => c.callTool("test_client_elicitation_defaults", {}),
+  // Signed in on the way; a call may then ask for more scope (step-up).
+  auth: async (c) => (c.tools[0] ? c.callTool(c.tools[0].name, {}) : undefined),
 };
+
+/** The client metadata document this client publishes in the suite's world (its CIMD id). */
+const CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json";
+
+/** `{client_id, client_secret}` from the scenario's context, when it gives them. */
+function preRegistered(context: string | undefined): { client?: { id: string; secret?: string } } {
+  try {
+    const given = JSON.parse(context ?? "{}") as { client_id?: unknown; client_secret?: unknown };
+    if (typeof given.client_id !== "string") return {};
+    const secret = typeof given.client_secret === "string" ? { secret: given.client_secret } : {};
+    return { client: { id: given.client_id, ...secret } };
+  } catch {
+    return {};
+  }
+}
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const say = (text: string) => process.stderr.write(`${text}\n`);
@@ -31,7 +49,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     return 2;
   }
   const scenario = env.MCP_CONFORMANCE_SCENARIO ?? "initialize";
-  const run = SCENARIOS[scenario];
+  const run = SCENARIOS[scenario] ?? (scenario.startsWith("auth/") ? SCENARIOS.auth : undefined);
   if (!run) {
     say(
       `mcp-client: scenario '${scenario}' is not one this client runs (${Object.keys(SCENARIOS).join(", ")})`,
@@ -48,6 +66,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
         logFile: path.join(os.tmpdir(), `mcp-client-${process.pid}.log`),
         // No one at a terminal: every question is answered with the form's defaults.
         elicit: async (request) => ({ action: "accept", content: elicitationDefaults(request) }),
+        // No browser: the authorization URL is fetched and its redirect read. A scenario
+        // may hand over a pre-registered client (MCP_CONFORMANCE_CONTEXT).
+        auth: {
+          tokenFile: path.join(os.tmpdir(), `mcp-client-${process.pid}-token.json`),
+          callback: async () => headlessCallback(),
+          clientMetadataUrl: CLIENT_METADATA_URL,
+          ...preRegistered(env.MCP_CONFORMANCE_CONTEXT),
+        },
       },
     );
   } catch (error) {

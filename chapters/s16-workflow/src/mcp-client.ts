@@ -21,6 +21,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { killGroup, trackChild } from "shared";
+import { type AuthOptions, OAuth } from "./mcp-auth.ts";
 import { HttpWire } from "./mcp-http.ts";
 
 export const MODERN_VERSION = "2026-07-28";
@@ -101,6 +102,8 @@ export interface ConnectionOptions {
    * declares the elicitation capability; absent, such requests are refused.
    */
   elicit?(request: Elicitation): Promise<ElicitResult>;
+  /** How an HTTP server that answers 401 is signed in to (mcp-auth.ts); absent: it is not. */
+  auth?: AuthOptions;
 }
 
 /** What a server asks the user (`elicitation/create`, form mode). */
@@ -134,6 +137,8 @@ export class McpConnection {
   /** The server's process (stdio), or its HTTP transport. */
   private readonly child: ChildProcess | null = null;
   private readonly http: HttpWire | null = null;
+  /** An HTTP server's authorization, when the harness can sign in. */
+  readonly auth: OAuth | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private buffer = "";
@@ -144,7 +149,9 @@ export class McpConnection {
     this.config = config;
     this.options = options;
     if (config.type === "http") {
+      if (options.auth) this.auth = new OAuth(config.url, options.auth);
       this.http = new HttpWire({
+        ...(this.auth ? { auth: this.auth } : {}),
         url: config.url,
         headers: config.headers,
         deliver: (message) => this.handleMessage(message, JSON.stringify(message)),

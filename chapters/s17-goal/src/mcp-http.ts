@@ -17,6 +17,8 @@
  * only moves messages and says, in words, why one could not be moved.
  */
 
+import { bearerChallenge, MAX_AUTH_ATTEMPTS, type OAuth } from "./mcp-auth.ts";
+
 /** What the transport tells its connection. */
 export interface HttpWireOptions {
   url: string;
@@ -30,6 +32,8 @@ export interface HttpWireOptions {
   sessionLost(): Promise<boolean>;
   /** Junk and stray events, for the server's log. */
   log(text: string): void;
+  /** The server's authorization (mcp-auth.ts), for a server that answers 401. */
+  auth?: OAuth;
 }
 
 /** Attempts to resume one dropped stream, and the wait when the server names none. */
@@ -52,6 +56,8 @@ export class HttpWire {
   private readonly options: HttpWireOptions;
   private readonly stop = new AbortController();
   private listening = false;
+  /** One authorization at a time: requests refused together wait for the same one. */
+  private authorizing: Promise<void> | null = null;
 
   constructor(options: HttpWireOptions) {
     this.options = options;
@@ -61,6 +67,7 @@ export class HttpWire {
   async send(
     message: { id?: unknown; method?: unknown; params?: unknown },
     retried = false,
+    attempts = 0,
   ): Promise<void> {
     const id = typeof message.id === "number" && message.method !== undefined ? message.id : null;
     let response: Response;
@@ -89,6 +96,30 @@ export class HttpWire {
       await response.body?.cancel();
       this.session = null;
       if (await this.options.sessionLost()) return this.send(message, true);
+    }
+    const challenge = response.headers.get("www-authenticate");
+    const wantsAuth =
+      response.status === 401 ||
+      (response.status === 403 && bearerChallenge(challenge).error === "insufficient_scope");
+    if (wantsAuth && this.options.auth) {
+      await response.body?.cancel();
+      if (attempts >= MAX_AUTH_ATTEMPTS) {
+        const why = `${this.where()} still refuses after ${attempts} authorizations (HTTP ${response.status})`;
+        if (id !== null) this.options.fail(id, why);
+        return;
+      }
+      try {
+        this.authorizing ??= this.options.auth.authorize(challenge).finally(() => {
+          this.authorizing = null;
+        });
+        await this.authorizing;
+      } catch (error) {
+        const why = `authorization for ${this.where()} failed: ${(error as Error).message}`;
+        if (id !== null) this.options.fail(id, why);
+        else this.options.log(`[auth] ${why}\n`);
+        return;
+      }
+      return this.send(message, retried, attempts + 1);
     }
     if (!response.ok) {
       const body = (await response.text().catch(() => "")).trim().slice(0, BODY_QUOTE);
@@ -148,6 +179,7 @@ export class HttpWire {
   private headers(): Record<string, string> {
     return {
       ...this.options.headers,
+      ...this.options.auth?.headers(),
       ...(this.session ? { "mcp-session-id": this.session } : {}),
       ...(this.protocol ? { "mcp-protocol-version": this.protocol } : {}),
     };
@@ -282,7 +314,7 @@ async function readEvents(response: Response, onEvent: (event: SseEvent) => void
 export function httpProblem(status: number, where: string, body: string): string {
   const said = body ? `: ${body}` : "";
   if (status === 401 || status === 403) {
-    return `${where} wants authorization (HTTP ${status}); this client cannot sign in yet${said}`;
+    return `${where} wants authorization (HTTP ${status})${said}`;
   }
   if (status === 404) return `no MCP endpoint at ${where} (HTTP 404)${said}`;
   if (status >= 500) return `${where} failed (HTTP ${status})${said}`;
