@@ -12,6 +12,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import { nullLog } from "shared";
 import { reply, text, toolUse } from "shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
@@ -286,6 +287,8 @@ async function protectedServer(behaviour: AuthBehaviour = {}) {
             { "www-authenticate": `Bearer resource_metadata="${metadata}"` },
           );
         }
+        // Its own stream (GET) it does not offer; the end of a session (DELETE) is fine.
+        if (req.method !== "POST") return res.writeHead(req.method === "DELETE" ? 200 : 405).end();
         const rpc = JSON.parse(body) as { id?: unknown; method?: string };
         if (rpc.id === undefined) return res.writeHead(202).end();
         const want = behaviour.stepUp;
@@ -622,7 +625,7 @@ describe.each(HTTP)("$id MCP over HTTP: the client", (chapter) => {
 });
 
 describe.each(moduleVersions("s14", ["mcp.ts"]))(
-  "$id a server's question at the terminal",
+  "$id at the terminal: a server's question, a sign-in",
   (chapter) => {
     let mcp: typeof McpModule;
     beforeAll(async () => {
@@ -673,6 +676,52 @@ describe.each(moduleVersions("s14", ["mcp.ts"]))(
       expect(asked.at(-1)).toBe("  Send this to deploy? [y/N, c cancels] ");
     });
 
+    it("signs in at a terminal: the URL shown, the browser offered, the code received on 127.0.0.1", async () => {
+      const guarded = await protectedServer();
+      const workdir = tempWorkspace("sign-in");
+      writeFileSync(
+        path.join(workdir, ".mcp.json"),
+        JSON.stringify({ mcpServers: { vault: { type: "http", url: guarded.url } } }),
+      );
+      const printed: string[] = [];
+      const asked: string[] = [];
+      const instance = new mcp.McpServers({
+        workdir,
+        env: {},
+        // The test is the user's browser: it opens the URL the terminal shows.
+        emit: (event) => {
+          const line = event.type === "notice" ? event.text : "";
+          printed.push(line);
+          if (line.startsWith("  http://127.0.0.1")) void fetch(line.trim());
+        },
+        log: nullLog(),
+        agent: () => ({ tools: new Map() }) as never,
+        reader: {
+          isTTY: true,
+          ask: async (question: string) => {
+            asked.push(question);
+            return "n";
+          },
+        } as never,
+      });
+      try {
+        const result = await instance.connect("vault");
+        expect(result.content).toMatch(/^Connected to MCP server 'vault'/);
+        expect(printed).toContain("  [mcp] vault wants you to sign in: open this URL in a browser");
+        expect(asked).toEqual(["  Open it in your browser now? [y/N] "]);
+        const redirect = guarded.seen.find((s) => s.path === "/authorize")!.query.redirect_uri!;
+        expect(redirect).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+        const kept = path.join(workdir, ".harness", "mcp-auth", "vault.json");
+        expect(statSync(kept).mode & 0o777).toBe(0o600);
+        expect(instance.describe()).toContain(
+          "vault: connected (http, legacy 2025-11-25, token held)",
+        );
+      } finally {
+        await instance.closeAll();
+        await guarded.close();
+      }
+    });
+
     it("declines with no terminal or in a turn nobody typed, and cancels on c or end of input", async () => {
       const piped = servers([], false);
       expect(await piped.instance.elicit("deploy", form)).toEqual({ action: "decline" });
@@ -702,6 +751,32 @@ describe.each(moduleVersions("s14", ["mcp-config.ts"]))("$id .mcp.json http entr
     writeFileSync(path.join(workdir, ".mcp.json"), JSON.stringify({ mcpServers: servers }));
     return config.loadMcpConfig(workdir, env);
   };
+
+  it("reads a pre-registered OAuth client (oauth.clientId, the secret from the environment)", () => {
+    const loaded = load(
+      {
+        vault: {
+          type: "http",
+          url: "https://vault.example.com/mcp",
+          oauth: { clientId: "harness", clientSecret: "${VAULT_SECRET}" },
+        },
+        bad: { type: "http", url: "https://example.com/mcp", oauth: { clientId: 7 } },
+      },
+      { VAULT_SECRET: "s3cret" },
+    );
+    expect(loaded.servers).toEqual([
+      {
+        name: "vault",
+        type: "http",
+        url: "https://vault.example.com/mcp",
+        headers: {},
+        client: { id: "harness", secret: "s3cret" },
+      },
+    ]);
+    expect(loaded.problems).toEqual([
+      ".mcp.json: mcpServers.bad.oauth must be an object with a clientId string; server skipped",
+    ]);
+  });
 
   it("reads type http with url and headers, ${VAR} expanded; reports sse, a url without type and bad fields", () => {
     const loaded = load(

@@ -155,5 +155,21 @@ function httpServer(
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     return { field: "url", rule: `must be http:// or https:// (${parsed.protocol})` };
   }
-  return { name, type: "http", url, headers: expanded };
+  // A client registered with the server's authorization server beforehand, as Claude Code's
+  // `oauth.clientId` (the secret from the environment, never written in the file itself).
+  const oauth = entry.oauth === undefined ? {} : asObject(entry.oauth);
+  if (!oauth || (oauth.clientId !== undefined && typeof oauth.clientId !== "string")) {
+    return { field: "oauth", rule: "must be an object with a clientId string" };
+  }
+  let client: HttpServer["client"];
+  if (typeof oauth.clientId === "string") {
+    try {
+      const secret =
+        typeof oauth.clientSecret === "string" ? expandVars(oauth.clientSecret, env) : undefined;
+      client = { id: expandVars(oauth.clientId, env), ...(secret ? { secret } : {}) };
+    } catch (error) {
+      return { field: "oauth", rule: (error as Error).message };
+    }
+  }
+  return { name, type: "http", url, headers: expanded, ...(client ? { client } : {}) };
 }

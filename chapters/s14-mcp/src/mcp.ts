@@ -15,6 +15,7 @@
  * fail with the reason, and connect_mcp can start it again. What a server says about its
  * own tools (readOnlyHint …) is never trusted: only the user's settings decide.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -234,6 +235,7 @@ export class McpServers {
               auth: {
                 tokenFile: harnessPath(this.harness.workdir, "mcp-auth", `${sanitize(name)}.json`),
                 callback: () => this.signIn(name),
+                ...(config.client ? { client: config.client } : {}),
               },
             }
           : {}),
@@ -328,9 +330,11 @@ export class McpServers {
     if (!this.harness.reader.isTTY) {
       throw new McpError("signing in needs a terminal: start the harness in one and connect again");
     }
-    return loopbackCallback((url) => {
+    return loopbackCallback(async (url) => {
       this.say(`  [mcp] ${server} wants you to sign in: open this URL in a browser`, "warn");
       this.say(`  ${url.toString()}`, "warn");
+      const answer = await this.harness.reader.ask("  Open it in your browser now? [y/N] ");
+      if (answer?.trim().toLowerCase() === "y") openBrowser(url, (text) => this.say(text, "warn"));
     });
   }
 
@@ -367,6 +371,21 @@ export class McpServers {
     this.connected.clear();
     await Promise.all(all.map(({ connection }) => connection.close()));
   }
+}
+
+/** Hands a URL to the system's browser opener; if there is none, says so (the URL was shown). */
+function openBrowser(url: URL, say: (text: string) => void): void {
+  const [command, ...args] =
+    process.platform === "darwin"
+      ? ["open"]
+      : process.platform === "win32"
+        ? ["cmd", "/c", "start", '""']
+        : ["xdg-open"];
+  const child = spawn(command!, [...args, url.toString()], { detached: true, stdio: "ignore" });
+  child.on("error", (error) =>
+    say(`  [mcp] could not open a browser (${error.message}); open the URL yourself`),
+  );
+  child.unref();
 }
 
 /** How a field is asked: its type, its choices, its default. */

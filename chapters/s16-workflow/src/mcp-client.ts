@@ -58,6 +58,8 @@ export interface HttpServer {
   url: string;
   /** Sent with every request (an Authorization header, say): never logged. */
   headers: Record<string, string>;
+  /** A client registered beforehand with its authorization server (`oauth.clientId`). */
+  client?: { id: string; secret?: string };
 }
 
 export type ServerConfig = StdioServer | HttpServer;

@@ -240,7 +240,7 @@ export class OAuth {
  * user's browser. `show` prints the URL to open.
  */
 export async function loopbackCallback(
-  show: (url: URL) => void,
+  show: (url: URL) => void | Promise<void>,
   waitMs = 300_000,
 ): Promise<Callback> {
   const { createServer } = await import("node:http");
@@ -261,7 +261,7 @@ export async function loopbackCallback(
   return {
     redirectUri: `http://127.0.0.1:${port}/callback`,
     async authorize(url) {
-      show(url);
+      await show(url);
       const timer = setTimeout(() => fail(new Error("no sign-in within 5 minutes")), waitMs);
       try {
         return await answered;
