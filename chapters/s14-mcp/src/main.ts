@@ -1,7 +1,8 @@
 /**
  * s14: MCP Plugin — tools from MCP servers, next to the built-in ones.
  *
- *   <WORKDIR>/.mcp.json names stdio servers; connect_mcp {name} starts one, finds its era
+ *   <WORKDIR>/.mcp.json names stdio servers and remote ("type": "http") ones; connect_mcp
+ *        {name} starts or reaches one (signing in with OAuth when it answers 401), finds its era
  *        (modern 2026-07-28: server/discover; legacy: the initialize handshake) and lists
  *        its tools
  *   before every model call the pool is built again: the built-ins, then each connected
@@ -12,8 +13,10 @@
  * Run it:  pnpm --filter s14 start    (no key configured: the offline demo runs)
  *          pnpm --filter s14 demo
  * New here: mcp-config.ts (.mcp.json and ${VAR}), mcp.ts (names, results, connect_mcp,
- * /mcp, the pool), mcp-client.ts (the stdio JSON-RPC client, both eras),
- * servers/course-mcp.mjs (the course's server), one line in the list below.
+ * /mcp, the pool, a server's questions, the sign-in), mcp-client.ts (the JSON-RPC client,
+ * both eras), mcp-http.ts (Streamable HTTP), mcp-auth.ts (OAuth), mcp-cli.ts (the client
+ * alone, for the conformance suite), servers/course-mcp.mjs (the course's server), one
+ * line in the list below.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
