@@ -265,29 +265,37 @@ export const MUTATIONS: Mutation[] = [
     tests: ["permissions.test.ts", "hooks.test.ts"],
   },
 
-  // ---------------------------------------------------------------- s09 hooks.ts, command-hooks.ts
+  // ---------------------------------------------------------------- s17 hooks.ts, command-hooks.ts (the hooks suite runs on s17)
   {
-    id: "s09-hooks-stop-cap-off-by-one",
-    file: `${S09}/hooks.ts`,
-    search: "if (continuations >= MAX_STOP_CONTINUATIONS) {",
-    replace: "if (continuations > MAX_STOP_CONTINUATIONS) {",
-    description: "a Stop hook may force one continuation more than the cap",
+    id: "s17-hooks-stop-cap-off-by-one",
+    file: `${S17}/hooks.ts`,
+    search: "if (++inCode > MAX_STOP_CONTINUATIONS) {",
+    replace: "if (++inCode > MAX_STOP_CONTINUATIONS + 1) {",
+    description: "an in-code Stop hook may force one continuation more than the cap",
     tests: ["hooks.test.ts"],
   },
   {
-    id: "s09-hooks-stop-never-active",
-    file: `${S09}/hooks.ts`,
+    id: "s17-hooks-stop-command-capped",
+    file: `${S17}/hooks.ts`,
+    search: "        if (answer.command) return answer.text;\n",
+    replace: "",
+    description: "a command Stop hook is held to the in-code hooks' cap",
+    tests: ["hooks.test.ts"],
+  },
+  {
+    id: "s17-hooks-stop-never-active",
+    file: `${S17}/hooks.ts`,
     search: "const answer = await this.stop(messages, run, continuations > 0);",
     replace: "const answer = await this.stop(messages, run, false);",
     description: "Stop hooks are never told that a continuation is active",
     tests: ["hooks.test.ts"],
   },
   {
-    id: "s09-hooks-pretooluse-fails-open",
-    file: `${S09}/hooks.ts`,
+    id: "s17-hooks-pretooluse-fails-open",
+    file: `${S17}/hooks.ts`,
     search:
       '        this.report(run.scope, "PreToolUse", name, "error", text, "error");\n' +
-      "        return { content: text, isError: true };",
+      "        return { refuse: { content: text, isError: true } };",
     replace:
       '        this.report(run.scope, "PreToolUse", name, "error", text, "error");\n' +
       "        continue;",
@@ -295,16 +303,16 @@ export const MUTATIONS: Mutation[] = [
     tests: ["hooks.test.ts"],
   },
   {
-    id: "s09-command-hooks-exit-2-passes",
-    file: `${S09}/command-hooks.ts`,
+    id: "s17-command-hooks-exit-2-passes",
+    file: `${S17}/command-hooks.ts`,
     search: "if (result.exitCode === 2)",
     replace: "if (result.exitCode === 3)",
     description: "a command hook's exit code 2 no longer blocks",
     tests: ["hooks.test.ts"],
   },
   {
-    id: "s09-command-hooks-no-prompt-context",
-    file: `${S09}/command-hooks.ts`,
+    id: "s17-command-hooks-no-prompt-context",
+    file: `${S17}/command-hooks.ts`,
     search: '...(stdout && event === "UserPromptSubmit" ? { context: stdout } : {}),',
     replace: "...{},",
     description: "a UserPromptSubmit hook's plain stdout is not added to the prompt",
@@ -431,6 +439,65 @@ export const MUTATIONS: Mutation[] = [
     replace: "return true ? text",
     description: "arguments of a command that names none are dropped",
     tests: ["commands.test.ts"],
+  },
+  {
+    id: "s17-commands-fenced-bang-ignored",
+    file: `${S17}/commands.ts`,
+    search: "const BANG = /^```!\\n([\\s\\S]*?)\\n```$|!`([^`\\n]+)`/gm;",
+    replace: "const BANG = /!`([^`\\n]+)`()/gm;",
+    description: "a block fenced by ```! is sent as text instead of run",
+    tests: ["commands.test.ts"],
+  },
+
+  {
+    id: "s17-command-hooks-condition-ignored",
+    file: `${S17}/command-hooks.ts`,
+    search: "const unsupported = UNSUPPORTED_FIELDS.filter((field) => spec[field] !== undefined);",
+    replace: "const unsupported: string[] = [];",
+    description: "a hook with an `if` condition runs on every matching call instead of being skipped",
+    tests: ["hooks.test.ts"],
+  },
+
+  // ---------------------------------------------------------------- s17 plugins.ts and the loaders' plugin parts
+  {
+    id: "s17-plugins-path-leaves-plugin",
+    file: `${S17}/plugins.ts`,
+    search: "if (full !== root && !full.startsWith(`${root}${path.sep}`)) {",
+    replace: "if (false) {",
+    description: "a manifest path may lead outside the plugin's folder",
+    tests: ["plugins.test.ts"],
+  },
+  {
+    id: "s17-plugins-enabled-without-asking",
+    file: `${S17}/plugins.ts`,
+    search: "    if (trusted[key] === digest) {",
+    replace: "    if (true) {",
+    description: "a plugin the project enables loads without the trust question",
+    tests: ["plugins.test.ts"],
+  },
+  {
+    id: "s17-plugins-hook-without-root",
+    file: `${S17}/hooks.ts`,
+    search: "          env: { CLAUDE_PLUGIN_ROOT: plugin.root },\n",
+    replace: "",
+    description: "a plugin's hook runs without CLAUDE_PLUGIN_ROOT in its environment",
+    tests: ["plugins.test.ts"],
+  },
+  {
+    id: "s17-repl-plain-name-lost",
+    file: `${S17}/repl.ts`,
+    search: "(plain.length === 1 ? commands.get(plain[0]!) : undefined)",
+    replace: "undefined",
+    description: "/name no longer finds a plugin's /kit:name",
+    tests: ["plugins.test.ts"],
+  },
+  {
+    id: "s17-subagent-plain-agent-lost",
+    file: `${S17}/subagent.ts`,
+    search: "byName.get(type) ?? (plain.length === 1 ? plain[0] : undefined)",
+    replace: "byName.get(type)",
+    description: "subagent_type no longer finds a plugin's kit:name by its plain name",
+    tests: ["plugins.test.ts"],
   },
 
   // ---------------------------------------------------------------- s09 todo.ts; s17 agents.ts, subagent.ts

@@ -121,6 +121,32 @@ describe.concurrent.each(carried(chaptersFrom("s07"), COMMANDS))("$id commands",
     expect(run.output).toContain("[commands] /broken was not sent");
   });
 
+  it("runs a block fenced by ```! as one script, with its arguments, and sends its output in the block's place", async () => {
+    const fenced = [
+      "---",
+      "description: Set up from a fenced block",
+      "---",
+      "Setup:",
+      "```!",
+      "printf 'first %s\\n' $1",
+      "printf 'second %s\\n' $2",
+      "```",
+      "Then `cat` stays text, and so does ```sh fenced code```.",
+      "",
+    ].join("\n");
+    const run = await runChapter(chapter, {
+      prompts: ["/setup one two"],
+      files: { ".claude/commands/setup.md": fenced },
+      steps: [{ when: lastMentions("Setup:"), reply: reply(text("set")) }],
+    });
+    expect(sent(run.requests[0]!)).toBe(
+      "Setup:\nfirst one\nsecond two\nThen `cat` stays text, and so does ```sh fenced code```.",
+    );
+    // One call ran both lines.
+    expect(run.output.match(/> bash\(/g)).toHaveLength(1);
+    expect(run.output).toContain("  first one\n  second two\n");
+  });
+
   it("makes every skill a command: /name sends its SKILL.md with its folder; a user-only skill is not in the catalog", async () => {
     const run = await runChapter(chapter, {
       prompts: ["/release 1.2.0", "/help"],

@@ -213,6 +213,13 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
                 { matcher: "Bash", hooks: [{ type: "command", command: "a.sh", timeout: 5 }] },
                 { matcher: "(", hooks: [{ type: "command", command: "bad-regex.sh" }] },
                 { hooks: [{ type: "prompt", prompt: "x" }, { type: "command" }] },
+                {
+                  matcher: "Bash",
+                  hooks: [
+                    { type: "command", command: "commit.sh", if: "Bash(git commit:*)" },
+                    { type: "command", command: "push.sh", async: true, asyncRewake: true },
+                  ],
+                },
               ],
               SessionStart: [{ hooks: [{ type: "command", command: "s.sh" }] }],
               Stop: { not: "a list" },
@@ -251,6 +258,8 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
           `${file}: hooks.PreToolUse[1].matcher "(" is not a valid pattern; skipped`,
           `${file}: hooks.PreToolUse[2].hooks[0]: type "prompt" is not supported (only "command"); skipped`,
           `${file}: hooks.PreToolUse[2].hooks[1]: "command" must be a non-empty string; skipped`,
+          `${file}: hooks.PreToolUse[3].hooks[0]: "if" is not supported here; skipped`,
+          `${file}: hooks.PreToolUse[3].hooks[1]: "async", "asyncRewake" are not supported here; skipped`,
           `${file}: hooks.SessionStart is not an event this chapter has; skipped`,
           `${file}: hooks.Stop must be a list; skipped`,
           `${file}: hooks.SubagentStop[0].hooks[0]: "timeout" must be a positive number of seconds; skipped`,
@@ -823,28 +832,35 @@ describe.each(carried(chaptersFrom("s04"), MODULE_CHAPTERS, HOOKS))("$id hooks",
     });
 
     edge(
-      "an always-continuing Stop hook gives exactly cap + 1 requests, and the cap resets per line",
+      "a command Stop hook has no cap, as in Claude Code: the turn goes on while it blocks, stop_hook_active after the first",
       async () => {
-        const cap = hooks.MAX_STOP_CONTINUATIONS;
+        const blocks = hooks.MAX_STOP_CONTINUATIONS + 2;
+        // Blocks `blocks` times (the count in a file), then lets the turn end.
+        const command = [
+          "cat >> inputs.jsonl; echo >> inputs.jsonl",
+          "n=$(( $(cat n 2>/dev/null || echo 0) + 1 )); echo $n > n",
+          `if [ $n -le ${blocks} ]; then echo "not yet $n" >&2; exit 2; fi`,
+        ].join("; ");
         const run = await runChapter(chapter, {
-          files: settingsWith({ Stop: [[null, "echo 'not yet' >&2; exit 2"]] }),
-          prompts: ["first", "second"],
-          steps: [
-            ...Array.from({ length: cap + 1 }, () => ({
-              when: (r: Request) =>
-                JSON.stringify(r.messages).includes("first") &&
-                !JSON.stringify(r.messages).includes("second"),
-              reply: reply(text("answer")),
-            })),
-            ...Array.from({ length: cap + 1 }, () => ({
-              when: (r: Request) => JSON.stringify(r.messages).includes("second"),
-              reply: reply(text("answer")),
-            })),
-          ],
+          files: settingsWith({ Stop: [[null, command]] }),
+          prompts: ["first"],
+          steps: Array.from({ length: blocks + 1 }, () => ({
+            when: () => true,
+            reply: reply(text("answer")),
+          })),
         });
-        expect(run.requests).toHaveLength(2 * (cap + 1));
-        expect(run.requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "not yet" });
-        expect(run.output.match(/continuation cap/g)).toHaveLength(2);
+        expect(run.requests).toHaveLength(blocks + 1);
+        expect(run.requests[1]!.messages.at(-1)).toEqual({ role: "user", content: "not yet 1" });
+        expect(run.requests[blocks]!.messages.at(-1)).toEqual({
+          role: "user",
+          content: `not yet ${blocks}`,
+        });
+        const inputs = readFileSync(path.join(run.workdir, "inputs.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line).stop_hook_active);
+        expect(inputs).toEqual([false, ...Array.from({ length: blocks }, () => true)]);
+        expect(run.output).not.toContain("continuation cap");
         expect(run.model.unmatched).toHaveLength(0);
       },
     );

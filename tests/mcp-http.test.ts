@@ -646,6 +646,7 @@ describe.each(moduleVersions("s14", ["mcp.ts"]))(
       const printed: string[] = [];
       const asked: string[] = [];
       const instance = new mcp.McpServers({
+        plugins: { plugins: [], problems: [] },
         workdir: tempWorkspace("elicit"),
         env: {},
         emit: (event) => printed.push(event.type === "notice" ? event.text : ""),
@@ -686,6 +687,7 @@ describe.each(moduleVersions("s14", ["mcp.ts"]))(
       const printed: string[] = [];
       const asked: string[] = [];
       const instance = new mcp.McpServers({
+        plugins: { plugins: [], problems: [] },
         workdir,
         env: {},
         // The test is the user's browser: it opens the URL the terminal shows.

@@ -16,7 +16,7 @@ import { type Main, UsageMeter } from "shared";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s13-teams/src/bash.ts";
-import type * as HarnessModule from "../chapters/s13-teams/src/harness.ts";
+import type * as HarnessModule from "../chapters/s14-mcp/src/harness.ts";
 import type * as MailboxModule from "../chapters/s13-teams/src/mailbox.ts";
 import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type { Task } from "../chapters/s13-teams/src/task-record.ts";

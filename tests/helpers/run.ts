@@ -99,6 +99,8 @@ export class Capture extends Writable {
 }
 
 export interface RunOptions {
+  /** Command-line arguments (`--plugin-dir <path>`); none by default. */
+  argv?: string[];
   steps?: ScriptStep[];
   model?: ScriptedModel;
   /** Lines piped in at once (a final newline is added). */
@@ -196,7 +198,7 @@ export async function runChapter(chapter: Chapter, options: RunOptions = {}): Pr
     options.stdin ?? Readable.from([(options.prompts ?? []).map((line) => `${line}\n`).join("")]);
   try {
     const code = await main({
-      argv: [],
+      argv: options.argv ?? [],
       stdin,
       stdout,
       onSignal: options.onSignal,

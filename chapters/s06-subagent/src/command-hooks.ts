@@ -16,6 +16,8 @@ import type { SettingsFile } from "./settings.ts";
 
 /** Seconds a command hook may run when its settings give no `timeout`. */
 export const DEFAULT_HOOK_TIMEOUT_S = 60;
+/** Fields of Claude Code's hooks this harness does not follow: a hook that has one is skipped. */
+const UNSUPPORTED_FIELDS = ["if", "async", "asyncRewake"];
 /** Events command hooks may name, Claude Code's: `SubagentStop` fires for a scope other than main. */
 export const COMMAND_EVENTS = new Set([
   "UserPromptSubmit",
@@ -226,6 +228,14 @@ export function parseCommandHooks(files: SettingsFile[]): {
           const timeout = spec.timeout ?? DEFAULT_HOOK_TIMEOUT_S;
           if (typeof timeout !== "number" || !(timeout > 0)) {
             problems.push(`${at}: "timeout" must be a positive number of seconds; skipped`);
+            return;
+          }
+          // Ignoring a condition would run the hook where its author said not to.
+          const unsupported = UNSUPPORTED_FIELDS.filter((field) => spec[field] !== undefined);
+          if (unsupported.length > 0) {
+            const fields = unsupported.map((field) => `"${field}"`).join(", ");
+            const verb = unsupported.length > 1 ? "are" : "is";
+            problems.push(`${at}: ${fields} ${verb} not supported here; skipped`);
             return;
           }
           hooks.push({

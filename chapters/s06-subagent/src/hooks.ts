@@ -6,7 +6,7 @@
  *   PreToolUse        before each tool call, before the gates     can block it, rewrite its input,
  *                                                                 or say allow / ask to the gates
  *   PostToolUse       after each tool call                        observes (a command hook can add feedback)
- *   Stop              when the model wants to stop                can ask it to keep going (capped)
+ *   Stop              when the model wants to stop                can ask it to keep going (in-code: capped)
  *
  * Two kinds of hook share one bus: in-code hooks (functions registered here) and command
  * hooks from `.claude/settings*.json` in Claude Code's shape (command-hooks.ts). Per event,
@@ -36,7 +36,10 @@ import type { Harness } from "./harness.ts";
 import { loadSettings } from "./settings.ts";
 import { ClaudeTranscript } from "./transcript.ts";
 
-/** Forced continuations a Stop hook may cause in one loop run. */
+/**
+ * Forced continuations the in-code Stop hooks may cause in one loop run. A command hook has
+ * no cap, as in Claude Code: it ends the loop itself (`stop_hook_active` says it is in one).
+ */
 export const MAX_STOP_CONTINUATIONS = 3;
 /** PostToolUse sample hook: outputs longer than this get a warning. */
 export const LARGE_OUTPUT_CHARS = 100_000;
@@ -133,6 +136,7 @@ export class HookBus {
   /** The loop seams for one loop run (the Stop cap starts at zero). */
   loopSeams(): LoopSeams {
     let continuations = 0;
+    let inCode = 0;
     return {
       reviewToolCall: (call, run) => this.preToolUse(call, run),
       afterToolCall: (call, output, run) => this.postToolUse(call, output, run),
@@ -146,7 +150,9 @@ export class HookBus {
       onStop: async (messages, _response, run) => {
         const answer = await this.stop(messages, run, continuations > 0);
         if (!answer) return null;
-        if (continuations >= MAX_STOP_CONTINUATIONS) {
+        continuations++;
+        if (answer.command) return answer.text;
+        if (++inCode > MAX_STOP_CONTINUATIONS) {
           this.say(
             run.scope,
             `[hook] Stop: continuation cap (${MAX_STOP_CONTINUATIONS}) reached; stopping`,
@@ -154,8 +160,7 @@ export class HookBus {
           );
           return null;
         }
-        continuations++;
-        return answer;
+        return answer.text;
       },
     };
   }
@@ -287,14 +292,21 @@ export class HookBus {
     return blocks;
   }
 
-  /** Stop (SubagentStop for command hooks in a subagent): text to continue with, or null. */
-  async stop(messages: MessageParam[], where: Where, stopHookActive: boolean) {
+  /**
+   * Stop (SubagentStop for command hooks in a subagent): the text to continue with, and
+   * whether a command hook gave it, or null.
+   */
+  async stop(
+    messages: MessageParam[],
+    where: Where,
+    stopHookActive: boolean,
+  ): Promise<{ text: string; command: boolean } | null> {
     for (const { name, hook } of this.hooks.Stop) {
       const hookContext = this.context("Stop", name, where, stopHookActive);
       const result = await this.observe("Stop", name, where, () => hook(messages, hookContext));
       if (result) {
         this.say(where.scope, `[hook] Stop(${name}) asks to continue: ${result}`, "warn");
-        return result;
+        return { text: result, command: false };
       }
     }
     const event = where.scope === "main" ? "Stop" : "SubagentStop";
@@ -304,7 +316,7 @@ export class HookBus {
         this.say(where.scope, `[hook] ${event}: ${outcome.stop}`, "warn");
         return null;
       }
-      if (outcome.block !== null) return outcome.block;
+      if (outcome.block !== null) return { text: outcome.block, command: true };
     }
     return null;
   }

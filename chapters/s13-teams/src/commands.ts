@@ -14,8 +14,9 @@
  *                                            same pipeline as the model's calls
  *   Commit them. Message: $ARGUMENTS         $ARGUMENTS, $1, $2 … are the arguments
  *
- * A `!` command that a gate refuses or that fails stops the command: nothing is sent, and
- * the terminal says which line and why. Files are read once at start.
+ * A fenced block opened with ```! runs the same way, its lines as one script. A `!` command
+ * that a gate refuses or that fails stops the command: nothing is sent, and the terminal
+ * says which line and why. Files are read once at start.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -34,8 +35,8 @@ import { loadSkills } from "./skills.ts";
 
 /** Where command files live, under the workspace and under the home folder. */
 export const COMMANDS_DIR = ".claude/commands";
-/** `!` then a command in backticks, as Claude Code writes it. */
-const BANG = /!`([^`\n]+)`/g;
+/** `!` and a command in backticks, or a block fenced by ```! and ```: Claude Code's two forms. */
+const BANG = /^```!\n([\s\S]*?)\n```$|!`([^`\n]+)`/gm;
 
 export interface CommandFile {
   name: string;
@@ -287,7 +288,7 @@ export function commandsMechanism(
       try {
         let n = 0;
         for (const match of [...text.matchAll(BANG)]) {
-          const line = match[1]!;
+          const line = (match[1] ?? match[2]!).trim();
           const result = await runBang(line, `command_${++n}`, setup, run, harness);
           if (!result.ok) {
             const what = result.ran ? "failed" : "did not run";

@@ -13,12 +13,14 @@
  *
  * Files are read once at start. A definition that cannot be used (broken frontmatter, no
  * name or description, a `tools` line that is not a list of names) is reported with its
- * file and skipped; the session goes on.
+ * file and skipped; the session goes on. A plugin's agents (plugins.ts) are
+ * `<plugin>:<name>`.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { ToolDefinition, ToolMap } from "shared";
 import { kindOf, parseFrontmatter } from "./frontmatter.ts";
+import { type Plugin, pluginName, withPluginRoot } from "./plugins.ts";
 
 /** Where definitions live, under the workspace and under the home folder. */
 export const AGENTS_DIR = ".claude/agents";
@@ -73,6 +75,32 @@ export function loadAgents(workdir: string, home: string | undefined): LoadedAge
   return { agents, problems };
 }
 
+/**
+ * The plugins' definitions as `<plugin>:<name>`, ${CLAUDE_PLUGIN_ROOT} filled in; a name the
+ * project's agents have is reported (the project's answers to the plain name).
+ */
+export function loadPluginAgents(
+  plugins: readonly Plugin[],
+  taken: AgentDefinition[],
+): LoadedAgents {
+  const agents: AgentDefinition[] = [];
+  const problems: string[] = [];
+  for (const plugin of plugins) {
+    for (const file of plugin.agents) {
+      const shown = `${plugin.name} (${path.relative(plugin.root, file)})`;
+      const agent = readAgent(file, shown, problems, (text) => withPluginRoot(text, plugin));
+      if (!agent) continue;
+      if (taken.some((other) => other.name === agent.name)) {
+        problems.push(
+          `${shown}: the project's agent '${agent.name}' keeps that name; this one is ${pluginName(plugin, agent.name)}`,
+        );
+      }
+      agents.push({ ...agent, name: pluginName(plugin, agent.name) });
+    }
+  }
+  return { agents, problems };
+}
+
 function markdownFiles(dir: string, shown: string, problems: string[]): string[] {
   try {
     return readdirSync(dir)
@@ -88,14 +116,19 @@ function markdownFiles(dir: string, shown: string, problems: string[]): string[]
 }
 
 /** One definition, or null after reporting why it cannot be used. */
-function readAgent(file: string, shown: string, problems: string[]): AgentDefinition | null {
+function readAgent(
+  file: string,
+  shown: string,
+  problems: string[],
+  fill: (text: string) => string = (text) => text,
+): AgentDefinition | null {
   const skip = (why: string) => {
     problems.push(`${shown}: ${why}; skipped`);
     return null;
   };
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = fill(readFileSync(file, "utf8"));
   } catch (error) {
     return skip(`cannot be read (${(error as NodeJS.ErrnoException).code})`);
   }

@@ -5,8 +5,9 @@
  *   main.ts ──> runHarness(io, chapter, list)
  *                 config (a bad value ends here with status 1)
  *                 services: printer, session log, usage meter, model client
- *                 the list of mechanisms, each made by its factory
  *                 no model configured? the chapter's offline demo instead
+ *                 the line reader; the plugins (plugins.ts), which may ask first
+ *                 the list of mechanisms, each made by its factory
  *                 banner, then the REPL: each turn runs agentLoop with
  *                   tools, prompt and seams gathered from the list
  *                 close every mechanism
@@ -45,6 +46,7 @@ import {
   type Role,
 } from "./contract.ts";
 import { agentLoop } from "./loop.ts";
+import { type LoadedPlugins, loadPlugins } from "./plugins.ts";
 import { systemPrompt } from "./prompt.ts";
 import { runRepl } from "./repl.ts";
 
@@ -75,6 +77,8 @@ export interface Harness {
   emit: EventSink;
   /** The one line reader (approvals ask on it); there once the session has started. */
   readonly reader: LineReader;
+  /** The plugins of this session (plugins.ts), read before the mechanisms are made. */
+  plugins: LoadedPlugins;
   /** Tools, system prompt and seams of one loop run of an agent of `role`. */
   agent(role: Role, scope: string): AgentSetup;
 }
@@ -102,17 +106,6 @@ export async function runHarness(
     if (!reader) throw new Error("the line reader exists once the session has started");
     return reader;
   });
-  let mechanisms: Mechanism[];
-  try {
-    mechanisms = list(harness);
-  } catch (error) {
-    return fail(error);
-  }
-  harness.agent = (role, scope) => ({
-    tools: toolMap(gatherTools(mechanisms, role)),
-    system: systemPrompt(config.workdir, mechanisms, role),
-    seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
-  });
   if (config.offline) {
     // Loaded only now: a normal run never pays for the fake server and the script.
     const [{ runDemo }, { DEMO }] = await Promise.all([
@@ -121,15 +114,36 @@ export async function runHarness(
     ]);
     return runDemo(io, { ...DEMO, main, noCredentials: true });
   }
+  const lines = new LineReader({ input: io.stdin, output: io.stdout, printer: harness.printer });
+  reader = lines;
+  io.onSignal?.(() => lines.interrupt());
+  // A plugin the project enables may ask before it loads; the mechanisms load their parts.
+  harness.plugins = await loadPlugins({
+    argv: io.argv,
+    workdir: config.workdir,
+    env: io.env,
+    ask: lines.isTTY ? (question) => lines.ask(question) : null,
+    say: (text) => harness.printer.line(text),
+  });
+  let mechanisms: Mechanism[];
+  try {
+    mechanisms = list(harness);
+  } catch (error) {
+    lines.close();
+    return fail(error);
+  }
+  harness.agent = (role, scope) => ({
+    tools: toolMap(gatherTools(mechanisms, role)),
+    system: systemPrompt(config.workdir, mechanisms, role),
+    seams: mechanisms.flatMap((mechanism) => mechanism.loop?.({ role, scope }) ?? []),
+  });
 
   const mainTools = toolPool(mechanisms, "main");
-  reader = new LineReader({ input: io.stdin, output: io.stdout, printer: harness.printer });
-  io.onSignal?.(() => reader?.interrupt());
   try {
     showBanner(harness, mechanisms);
     return await runRepl({
       prompt: `${chapter.id} >> `,
-      reader,
+      reader: lines,
       printer: harness.printer,
       usage: harness.usage,
       log: harness.log,
@@ -169,7 +183,7 @@ export async function runHarness(
       harness.printer.line(`[${name}] could not close: ${why}`, "error");
       harness.log.record("close", { mechanism: name, error: why });
     });
-    reader.close();
+    lines.close();
   }
 }
 
@@ -229,6 +243,7 @@ function createServices(
     get reader() {
       return reader();
     },
+    plugins: { plugins: [], problems: [] },
     agent: () => {
       throw new Error("agent() is ready once the mechanisms are made");
     },

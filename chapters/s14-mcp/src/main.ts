@@ -10,13 +10,17 @@
  *   every MCP call asks first (settings rules mcp__docs, mcp__docs__search, mcp__docs__*
  *        allow, deny or ask); a server that exits takes its tools with it
  *
+ *   plugins (plugins.ts): --plugin-dir <path>, or enabledPlugins in the settings; their
+ *        commands, agents, skills, hooks and servers join the project's own
+ *
  * Run it:  pnpm --filter s14 start    (no key configured: the offline demo runs)
+ *          pnpm --filter s14 start -- --plugin-dir ../my-kit
  *          pnpm --filter s14 demo
  * New here: mcp-config.ts (.mcp.json and ${VAR}), mcp.ts (names, results, connect_mcp,
  * /mcp, the pool, a server's questions, the sign-in), mcp-client.ts (the JSON-RPC client,
  * both eras), mcp-http.ts (Streamable HTTP), mcp-auth.ts (OAuth), mcp-cli.ts (the client
- * alone, for the conformance suite), servers/course-mcp.mjs (the course's server), one
- * line in the list below.
+ * alone, for the conformance suite), servers/course-mcp.mjs (the course's server),
+ * plugins.ts (plugins), two lines in the list below.
  */
 import { type MainIO, runIfEntry } from "shared";
 import { backgroundMechanism } from "./background.ts";
@@ -29,6 +33,7 @@ import { hooksMechanism } from "./hooks.ts";
 import { mcpMechanism } from "./mcp.ts";
 import { memoryMechanism } from "./memory.ts";
 import { permissionsMechanism } from "./permissions.ts";
+import { pluginsMechanism } from "./plugins.ts";
 import { skillsMechanism } from "./skills.ts";
 import { subagentMechanism } from "./subagent.ts";
 import { tasksMechanism } from "./tasks.ts";
@@ -55,6 +60,7 @@ export function main(io: MainIO): Promise<number> {
     cronMechanism(harness),
     teamsMechanism(harness),
     mcpMechanism(harness),
+    pluginsMechanism(harness),
   ]);
 }
 

@@ -8,12 +8,13 @@
  *
  * A file that is not JSON, or has no mcpServers object, loads no server; a server entry
  * that is wrong (the old SSE transport, a missing command or url, an unset variable) is
- * skipped.
+ * skipped. A plugin's servers (plugins.ts) are read the same way.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { asObject } from "shared";
 import type { HttpServer, ServerConfig } from "./mcp-client.ts";
+import type { Plugin } from "./plugins.ts";
 
 export const CONFIG_FILE = ".mcp.json";
 
@@ -60,10 +61,46 @@ export function loadMcpConfig(workdir: string, env: Record<string, string | unde
       problems: [`${CONFIG_FILE}: mcpServers must be an object of servers; no MCP servers loaded`],
     };
   }
+  return readServers(entries, CONFIG_FILE, env);
+}
+
+/**
+ * A plugin's servers (plugins.ts), named `plugin:<plugin>:<name>` as Claude Code names them,
+ * with ${CLAUDE_PLUGIN_ROOT} expanded and set in a stdio server's environment.
+ */
+export function pluginServers(
+  plugins: readonly Plugin[],
+  env: Record<string, string | undefined>,
+): McpConfig {
+  const config: McpConfig = { servers: [], problems: [] };
+  for (const plugin of plugins) {
+    for (const part of plugin.mcpServers) {
+      const entries = asObject(part.value.mcpServers)!;
+      const read = readServers(entries, part.file, { ...env, CLAUDE_PLUGIN_ROOT: plugin.root });
+      config.problems.push(...read.problems);
+      for (const server of read.servers) {
+        const name = `plugin:${plugin.name}:${server.name}`;
+        config.servers.push(
+          "command" in server
+            ? { ...server, name, env: { CLAUDE_PLUGIN_ROOT: plugin.root, ...server.env } }
+            : { ...server, name },
+        );
+      }
+    }
+  }
+  return config;
+}
+
+/** Servers in file order from an `mcpServers` object; `file` names where it came from. */
+function readServers(
+  entries: Record<string, unknown>,
+  file: string,
+  env: Record<string, string | undefined>,
+): McpConfig {
   const servers: ServerConfig[] = [];
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(entries)) {
-    const where = `${CONFIG_FILE}: mcpServers.${name}`;
+    const where = `${file}: mcpServers.${name}`;
     const entry = asObject(raw);
     if (!entry) {
       problems.push(`${where} must be an object`);

@@ -16,6 +16,8 @@ import type { SettingsFile } from "./settings.ts";
 
 /** Seconds a command hook may run when its settings give no `timeout`. */
 export const DEFAULT_HOOK_TIMEOUT_S = 60;
+/** Fields of Claude Code's hooks this harness does not follow: a hook that has one is skipped. */
+const UNSUPPORTED_FIELDS = ["if", "async", "asyncRewake"];
 /** Events command hooks may name, Claude Code's: `SubagentStop` fires for a scope other than main. */
 export const COMMAND_EVENTS = new Set([
   "UserPromptSubmit",
@@ -33,6 +35,8 @@ export interface CommandHook {
   timeoutS: number;
   /** The settings file it came from. */
   file: string;
+  /** Variables added to its environment (a plugin's CLAUDE_PLUGIN_ROOT). */
+  env?: Record<string, string>;
 }
 
 /** What a command hook said: a block reason, or context to add (UserPromptSubmit). */
@@ -88,7 +92,7 @@ export async function runCommandHook(
     timeoutMs: hook.timeoutS * 1000,
     signal: run.signal,
     stdin: JSON.stringify(input),
-    env: { ...run.env, CLAUDE_PROJECT_DIR: run.workdir },
+    env: { ...run.env, ...hook.env, CLAUDE_PROJECT_DIR: run.workdir },
   });
   const record = (outcome: string, detail?: string) =>
     run.log.record("hook", { event, command: hook.command, outcome, detail }, run.scope);
@@ -226,6 +230,14 @@ export function parseCommandHooks(files: SettingsFile[]): {
           const timeout = spec.timeout ?? DEFAULT_HOOK_TIMEOUT_S;
           if (typeof timeout !== "number" || !(timeout > 0)) {
             problems.push(`${at}: "timeout" must be a positive number of seconds; skipped`);
+            return;
+          }
+          // Ignoring a condition would run the hook where its author said not to.
+          const unsupported = UNSUPPORTED_FIELDS.filter((field) => spec[field] !== undefined);
+          if (unsupported.length > 0) {
+            const fields = unsupported.map((field) => `"${field}"`).join(", ");
+            const verb = unsupported.length > 1 ? "are" : "is";
+            problems.push(`${at}: ${fields} ${verb} not supported here; skipped`);
             return;
           }
           hooks.push({

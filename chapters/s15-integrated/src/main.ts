@@ -29,6 +29,7 @@ import { hooksMechanism } from "./hooks.ts";
 import { mcpMechanism } from "./mcp.ts";
 import { memoryMechanism } from "./memory.ts";
 import { permissionsMechanism } from "./permissions.ts";
+import { pluginsMechanism } from "./plugins.ts";
 import { recoveryMechanism } from "./recovery.ts";
 import { skillsMechanism } from "./skills.ts";
 import { subagentMechanism } from "./subagent.ts";
@@ -56,6 +57,7 @@ export function main(io: MainIO): Promise<number> {
     cronMechanism(harness),
     teamsMechanism(harness),
     mcpMechanism(harness),
+    pluginsMechanism(harness),
     costMechanism(harness),
     recoveryMechanism(harness),
   ]);

@@ -10,6 +10,8 @@
  * `<WORKDIR>/skills/` and `<WORKDIR>/.claude/skills/`, and are scanned once at start; the
  * text captured then is what `load_skill` returns, so edits need a restart.
  *
+ * A plugin's skills (plugins.ts) join the catalog as `<plugin>:<name>`.
+ *
  * `load_skill` looks skills up by name in an own-key map and never turns its input into a
  * path: the tool can only return files the scan already accepted. A broken skill never
  * stops the start: it falls back or is skipped, and a diagnostic tells the learner why.
@@ -20,6 +22,7 @@ import { defineTool, nullLog, type Parsed, type SessionLog } from "shared";
 import type { Mechanism, Role } from "./contract.ts";
 import { kindOf, parseFrontmatter } from "./frontmatter.ts";
 import type { Harness } from "./harness.ts";
+import { type Plugin, pluginName, withPluginRoot } from "./plugins.ts";
 
 /** Where skills live, scanned in this order (Claude Code's project folder second). */
 export const SKILL_ROOTS = ["skills", ".claude/skills"];
@@ -75,6 +78,41 @@ export function loadSkills(workdir: string): LoadedSkills {
       }
       byName.set(skill.name, skill);
       skills.push(skill);
+    }
+  }
+  return { skills, problems };
+}
+
+/**
+ * The plugins' skills, each named `<plugin>:<name>` with ${CLAUDE_PLUGIN_ROOT} filled in;
+ * one whose name the project's skills already have is reported (the project's answers to
+ * the plain name, this one to its own).
+ */
+export function loadPluginSkills(plugins: readonly Plugin[], taken: Skill[]): LoadedSkills {
+  const skills: Skill[] = [];
+  const problems: string[] = [];
+  for (const plugin of plugins) {
+    for (const file of plugin.skills) {
+      const shown = `${plugin.name} (${path.relative(plugin.root, file)})`;
+      let text: string;
+      try {
+        text = withPluginRoot(readFileSync(file, "utf8"), plugin);
+      } catch (error) {
+        problems.push(`${shown}: cannot be read (${errorCode(error)}); skipped`);
+        continue;
+      }
+      const skill = readSkill(
+        { folder: path.basename(path.dirname(file)), path: file, text },
+        shown,
+        problems,
+      );
+      const clash = taken.find((other) => other.name === skill.name);
+      if (clash) {
+        problems.push(
+          `${shown}: the project's skill '${skill.name}' keeps that name; this one is ${pluginName(plugin, skill.name)}`,
+        );
+      }
+      skills.push({ ...skill, name: pluginName(plugin, skill.name) });
     }
   }
   return { skills, problems };
@@ -306,11 +344,14 @@ export function loadSkillTool(skills: Skill[], log: SessionLog = nullLog()) {
  * every agent but a subagent (its task is narrow and its prompt short); `/skills`; the
  * count and any problems in the banner.
  */
-export function skillsMechanism(harness: Pick<Harness, "workdir" | "log" | "printer">): Mechanism {
+export function skillsMechanism(
+  harness: Pick<Harness, "workdir" | "log" | "printer" | "plugins">,
+): Mechanism {
   const loaded = loadSkills(harness.workdir);
-  const { problems } = loaded;
+  const fromPlugins = loadPluginSkills(harness.plugins.plugins, loaded.skills);
+  const problems = [...loaded.problems, ...fromPlugins.problems];
   // A skill only you may start is a command (commands.ts), never the model's to load.
-  const skills = loaded.skills.filter((skill) => !skill.userOnly);
+  const skills = [...loaded.skills, ...fromPlugins.skills].filter((skill) => !skill.userOnly);
   const hasSkills = (role: Role) => role !== "subagent";
   const tool = loadSkillTool(skills, harness.log);
   return {

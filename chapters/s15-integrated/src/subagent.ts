@@ -24,7 +24,13 @@ import {
   type ToolOutput,
   toolSpecs,
 } from "shared";
-import { type AgentDefinition, agentModel, agentTools, loadAgents } from "./agents.ts";
+import {
+  type AgentDefinition,
+  agentModel,
+  agentTools,
+  loadAgents,
+  loadPluginAgents,
+} from "./agents.ts";
 import type { Mechanism } from "./contract.ts";
 import type { AgentSetup, Harness } from "./harness.ts";
 import { agentLoop, textOf } from "./loop.ts";
@@ -98,7 +104,9 @@ export function taskTool(options: SubagentOptions) {
       if (type === undefined || type === GENERAL_PURPOSE) {
         return runSubagent(prompt, options, context.signal);
       }
-      const agent = byName.get(type);
+      // A plugin's `kit:name` answers to `name` too, when no other agent has that name.
+      const plain = agents.filter((agent) => agent.name.endsWith(`:${type}`));
+      const agent = byName.get(type) ?? (plain.length === 1 ? plain[0] : undefined);
       if (!agent) {
         return {
           content: `Error: Unknown subagent_type '${type}'. Available: ${types}`,
@@ -233,10 +241,13 @@ export function describeAgents(agents: AgentDefinition[], problems: string[]): s
 export function subagentMechanism(
   harness: Pick<
     Harness,
-    "client" | "model" | "workdir" | "emit" | "log" | "agent" | "env" | "printer"
+    "client" | "model" | "workdir" | "emit" | "log" | "agent" | "env" | "printer" | "plugins"
   >,
 ): Mechanism {
-  const { agents, problems } = loadAgents(harness.workdir, harness.env.HOME);
+  const own = loadAgents(harness.workdir, harness.env.HOME);
+  const fromPlugins = loadPluginAgents(harness.plugins.plugins, own.agents);
+  const agents = [...own.agents, ...fromPlugins.agents];
+  const problems = [...own.problems, ...fromPlugins.problems];
   const options: SubagentOptions = {
     client: harness.client,
     model: harness.model,

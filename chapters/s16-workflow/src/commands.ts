@@ -2,7 +2,7 @@
  * Custom commands: Claude Code's slash commands. A Markdown file in `.claude/commands/`
  * (the project's) or `~/.claude/commands/` (the user's; the project's wins a name both
  * have) is the prompt that `/name args` sends; every skill is a command too
- * (`/skill-name` sends its SKILL.md).
+ * (`/skill-name` sends its SKILL.md). A plugin's commands and skills are `/<plugin>:<name>`.
  *
  *   ---
  *   description: Commit the staged work      /help shows it (absent: the body's first line)
@@ -14,8 +14,9 @@
  *                                            same pipeline as the model's calls
  *   Commit them. Message: $ARGUMENTS         $ARGUMENTS, $1, $2 … are the arguments
  *
- * A `!` command that a gate refuses or that fails stops the command: nothing is sent, and
- * the terminal says which line and why. Files are read once at start.
+ * A fenced block opened with ```! runs the same way, its lines as one script. A `!` command
+ * that a gate refuses or that fails stops the command: nothing is sent, and the terminal
+ * says which line and why. Files are read once at start.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -30,12 +31,13 @@ import {
 import { kindOf, parseFrontmatter } from "./frontmatter.ts";
 import type { AgentSetup, Harness } from "./harness.ts";
 import { parseRules, type Rule, ruleMatches } from "./permission-rules.ts";
-import { loadSkills } from "./skills.ts";
+import { type Plugin, pluginName, withPluginRoot } from "./plugins.ts";
+import { loadPluginSkills, loadSkills } from "./skills.ts";
 
 /** Where command files live, under the workspace and under the home folder. */
 export const COMMANDS_DIR = ".claude/commands";
-/** `!` then a command in backticks, as Claude Code writes it. */
-const BANG = /!`([^`\n]+)`/g;
+/** `!` and a command in backticks, or a block fenced by ```! and ```: Claude Code's two forms. */
+const BANG = /^```!\n([\s\S]*?)\n```$|!`([^`\n]+)`/gm;
 
 export interface CommandFile {
   name: string;
@@ -228,11 +230,53 @@ async function runBang(
   return { ok: output.isError !== true, ran, text: output.content };
 }
 
+/**
+ * A plugin's command files as `/<plugin>:<name>`, ${CLAUDE_PLUGIN_ROOT} filled in; a name
+ * the project's commands have is reported (the project's answers to the plain name).
+ */
+function pluginCommands(
+  plugins: readonly Plugin[],
+  taken: CommandFile[],
+  problems: string[],
+): CommandFile[] {
+  return plugins.flatMap((plugin) =>
+    plugin.commands.flatMap((full) => {
+      const name = path.basename(full, ".md");
+      const file = `${plugin.name} (${path.relative(plugin.root, full)})`;
+      if (!/^[A-Za-z][\w-]*$/.test(name)) {
+        problems.push(`${file}: /${name} cannot be typed as a command name; skipped`);
+        return [];
+      }
+      if (taken.some((command) => command.name === name)) {
+        problems.push(
+          `${file}: the project's /${name} keeps that name; this one is /${pluginName(plugin, name)}`,
+        );
+      }
+      let text: string;
+      try {
+        text = withPluginRoot(readFileSync(full, "utf8"), plugin);
+      } catch (error) {
+        problems.push(
+          `${file}: cannot be read (${(error as NodeJS.ErrnoException).code}); skipped`,
+        );
+        return [];
+      }
+      const command = readCommand(pluginName(plugin, name), text, file, problems);
+      return command ? [command] : [];
+    }),
+  );
+}
+
 /** The commands of a skill list: `/name` sends the skill, its folder named first. */
-function skillCommands(workdir: string, problems: string[]): CommandFile[] {
-  return loadSkills(workdir).skills.flatMap((skill) => {
-    if (!/^[A-Za-z][\w-]*$/.test(skill.name)) return [];
-    const file = path.relative(workdir, skill.path);
+function skillCommands(
+  workdir: string,
+  plugins: readonly Plugin[],
+  problems: string[],
+): CommandFile[] {
+  const own = loadSkills(workdir).skills;
+  return [...own, ...loadPluginSkills(plugins, own).skills].flatMap((skill) => {
+    if (!/^([a-z0-9-]+:)?[A-Za-z][\w-]*$/.test(skill.name)) return [];
+    const file = skill.path.startsWith(workdir) ? path.relative(workdir, skill.path) : skill.path;
     const command = readCommand(skill.name, skill.text, file, problems);
     if (!command) return [];
     const body = `Base directory for this skill: ${path.dirname(skill.path)}\n\n${command.body}`;
@@ -251,14 +295,17 @@ interface Active {
  * (a verdict the gates honour, as a hook's "allow" is); the count in the banner.
  */
 export function commandsMechanism(
-  harness: Pick<Harness, "workdir" | "env" | "emit" | "printer" | "agent">,
+  harness: Pick<Harness, "workdir" | "env" | "emit" | "printer" | "agent" | "plugins">,
 ): Mechanism {
   const problems: string[] = [];
   const files = loadCommands(harness.workdir, harness.env.HOME);
   problems.push(...files.problems);
-  const taken = new Set(files.commands.map((command) => command.name));
-  const skills = skillCommands(harness.workdir, problems).filter((c) => !taken.has(c.name));
-  const all = [...files.commands, ...skills];
+  const plugins = pluginCommands(harness.plugins.plugins, files.commands, problems);
+  const taken = new Set([...files.commands, ...plugins].map((command) => command.name));
+  const skills = skillCommands(harness.workdir, harness.plugins.plugins, problems).filter(
+    (c) => !taken.has(c.name),
+  );
+  const all = [...files.commands, ...plugins, ...skills];
   // The command whose turn is about to start, then the one whose turn is under way.
   let pending: Active | null = null;
   let active: Active | null = null;
@@ -287,7 +334,7 @@ export function commandsMechanism(
       try {
         let n = 0;
         for (const match of [...text.matchAll(BANG)]) {
-          const line = match[1]!;
+          const line = (match[1] ?? match[2]!).trim();
           const result = await runBang(line, `command_${++n}`, setup, run, harness);
           if (!result.ok) {
             const what = result.ran ? "failed" : "did not run";
@@ -340,10 +387,10 @@ export function commandsMechanism(
     },
     start: () => [
       ...problems.map((problem) => ({ text: `[commands] ${problem}`, tone: "warn" as const })),
-      ...(files.commands.length > 0
+      ...(files.commands.length + plugins.length > 0
         ? [
             {
-              text: `[commands] ${files.commands.length} command(s): ${files.commands.map((c) => `/${c.name}`).join(", ")} (/help lists every command)`,
+              text: `[commands] ${files.commands.length + plugins.length} command(s): ${[...files.commands, ...plugins].map((c) => `/${c.name}`).join(", ")} (/help lists every command)`,
               tone: "dim" as const,
             },
           ]

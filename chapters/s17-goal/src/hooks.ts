@@ -6,7 +6,7 @@
  *   PreToolUse        before each tool call, before the gates     can block it, rewrite its input,
  *                                                                 or say allow / ask to the gates
  *   PostToolUse       after each tool call                        observes (a command hook can add feedback)
- *   Stop              when the model wants to stop                can ask it to keep going (capped)
+ *   Stop              when the model wants to stop                can ask it to keep going (in-code: capped)
  *
  * Two kinds of hook share one bus: in-code hooks (functions registered here) and command
  * hooks from `.claude/settings*.json` in Claude Code's shape (command-hooks.ts). Per event,
@@ -33,10 +33,14 @@ import type {
   TurnInput,
 } from "./contract.ts";
 import type { Harness } from "./harness.ts";
+import { withPluginRoot } from "./plugins.ts";
 import { loadSettings } from "./settings.ts";
 import { ClaudeTranscript } from "./transcript.ts";
 
-/** Forced continuations a Stop hook may cause in one loop run. */
+/**
+ * Forced continuations the in-code Stop hooks may cause in one loop run. A command hook has
+ * no cap, as in Claude Code: it ends the loop itself (`stop_hook_active` says it is in one).
+ */
 export const MAX_STOP_CONTINUATIONS = 3;
 /** PostToolUse sample hook: outputs longer than this get a warning. */
 export const LARGE_OUTPUT_CHARS = 100_000;
@@ -133,6 +137,7 @@ export class HookBus {
   /** The loop seams for one loop run (the Stop cap starts at zero). */
   loopSeams(): LoopSeams {
     let continuations = 0;
+    let inCode = 0;
     return {
       reviewToolCall: (call, run) => this.preToolUse(call, run),
       afterToolCall: (call, output, run) => this.postToolUse(call, output, run),
@@ -146,7 +151,9 @@ export class HookBus {
       onStop: async (messages, _response, run) => {
         const answer = await this.stop(messages, run, continuations > 0);
         if (!answer) return null;
-        if (continuations >= MAX_STOP_CONTINUATIONS) {
+        continuations++;
+        if (answer.command) return answer.text;
+        if (++inCode > MAX_STOP_CONTINUATIONS) {
           this.say(
             run.scope,
             `[hook] Stop: continuation cap (${MAX_STOP_CONTINUATIONS}) reached; stopping`,
@@ -154,8 +161,7 @@ export class HookBus {
           );
           return null;
         }
-        continuations++;
-        return answer;
+        return answer.text;
       },
     };
   }
@@ -287,14 +293,21 @@ export class HookBus {
     return blocks;
   }
 
-  /** Stop (SubagentStop for command hooks in a subagent): text to continue with, or null. */
-  async stop(messages: MessageParam[], where: Where, stopHookActive: boolean) {
+  /**
+   * Stop (SubagentStop for command hooks in a subagent): the text to continue with, and
+   * whether a command hook gave it, or null.
+   */
+  async stop(
+    messages: MessageParam[],
+    where: Where,
+    stopHookActive: boolean,
+  ): Promise<{ text: string; command: boolean } | null> {
     for (const { name, hook } of this.hooks.Stop) {
       const hookContext = this.context("Stop", name, where, stopHookActive);
       const result = await this.observe("Stop", name, where, () => hook(messages, hookContext));
       if (result) {
         this.say(where.scope, `[hook] Stop(${name}) asks to continue: ${result}`, "warn");
-        return result;
+        return { text: result, command: false };
       }
     }
     const event = where.scope === "main" ? "Stop" : "SubagentStop";
@@ -304,7 +317,7 @@ export class HookBus {
         this.say(where.scope, `[hook] ${event}: ${outcome.stop}`, "warn");
         return null;
       }
-      if (outcome.block !== null) return outcome.block;
+      if (outcome.block !== null) return { text: outcome.block, command: true };
     }
     return null;
   }
@@ -475,7 +488,7 @@ export function hooksSection() {
  * UserPromptSubmit. Teammates get the tool events only: their loops have no Stop hooks.
  */
 export function hooksMechanism(
-  harness: Pick<Harness, "workdir" | "emit" | "log" | "env">,
+  harness: Pick<Harness, "workdir" | "emit" | "log" | "env" | "plugins">,
   options: { showPasses?: boolean } = {},
 ): Mechanism {
   const bus = new HookBus({
@@ -492,6 +505,22 @@ export function hooksMechanism(
   const settings = loadSettings(harness.workdir);
   const commandHooks = parseCommandHooks(settings.files);
   bus.addCommandHooks(commandHooks.hooks);
+  // A plugin's hooks run after the project's, with ${CLAUDE_PLUGIN_ROOT} filled in and set.
+  const pluginProblems: string[] = [];
+  for (const plugin of harness.plugins.plugins) {
+    for (const part of plugin.hooks) {
+      const file = { label: part.file, path: part.file, permissions: undefined };
+      const parsed = parseCommandHooks([{ ...file, hooks: part.value.hooks }]);
+      pluginProblems.push(...parsed.problems);
+      bus.addCommandHooks(
+        parsed.hooks.map((hook) => ({
+          ...hook,
+          command: withPluginRoot(hook.command, plugin),
+          env: { CLAUDE_PLUGIN_ROOT: plugin.root },
+        })),
+      );
+    }
+  }
   return {
     name: "hooks",
     sections: () => [hooksSection()],
@@ -516,6 +545,7 @@ export function hooksMechanism(
         text: `[settings] ${problem}`,
         tone: "warn" as const,
       })),
+      ...pluginProblems.map((problem) => ({ text: `[plugins] ${problem}`, tone: "warn" as const })),
       ...bus.describeCommandHooks().map((text) => ({ text, tone: "warn" as const })),
     ],
   };

@@ -44,7 +44,7 @@ import {
   type McpTool,
   PROBE_TIMEOUT_MS,
 } from "./mcp-client.ts";
-import { CONFIG_FILE, loadMcpConfig, type McpConfig } from "./mcp-config.ts";
+import { CONFIG_FILE, loadMcpConfig, type McpConfig, pluginServers } from "./mcp-config.ts";
 import type { PromptSection } from "./prompt.ts";
 
 /** The API's limit on a tool name. */
@@ -181,18 +181,31 @@ export class McpServers {
   /** In connection order: the order their tools are offered in. */
   readonly connected = new Map<string, Connected>();
   readonly failed = new Map<string, string>();
-  private readonly harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent" | "reader">;
+  private readonly harness: Pick<
+    Harness,
+    "workdir" | "env" | "emit" | "log" | "agent" | "reader" | "plugins"
+  >;
   /** The kind of the turn under way: a server may ask the user only in one someone typed. */
   turnKind: TurnKind = "user";
+  /** How many of the servers come from `.mcp.json` (the rest are plugins'). */
+  readonly fromFile: number;
   private readonly timeouts: {
     probeTimeoutMs: number;
     connectTimeoutMs: number;
     callTimeoutMs: number;
   };
 
-  constructor(harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent" | "reader">) {
+  constructor(
+    harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "agent" | "reader" | "plugins">,
+  ) {
     this.harness = harness;
-    this.config = loadMcpConfig(harness.workdir, harness.env);
+    const own = loadMcpConfig(harness.workdir, harness.env);
+    const plugins = pluginServers(harness.plugins.plugins, harness.env);
+    this.config = {
+      servers: [...own.servers, ...plugins.servers],
+      problems: [...own.problems, ...plugins.problems],
+    };
+    this.fromFile = own.servers.length;
     // Checked now: a bad value ends the start with one line naming the variable.
     this.timeouts = {
       probeTimeoutMs: positiveIntVar(harness.env, "MCP_PROBE_TIMEOUT_MS", PROBE_TIMEOUT_MS),
@@ -436,9 +449,13 @@ export function connectTool(servers: McpServers) {
  * stopped when the session ends.
  */
 export function mcpMechanism(
-  harness: Pick<Harness, "workdir" | "env" | "emit" | "log" | "printer" | "agent" | "reader">,
+  harness: Pick<
+    Harness,
+    "workdir" | "env" | "emit" | "log" | "printer" | "agent" | "reader" | "plugins"
+  >,
 ): Mechanism {
   const servers = new McpServers(harness);
+  const names = servers.config.servers.map((server) => server.name);
   const tool = connectTool(servers);
   return {
     name: "mcp",
@@ -474,7 +491,14 @@ export function mcpMechanism(
       ...(servers.config.servers.length
         ? [
             {
-              text: `[mcp] ${CONFIG_FILE}: ${servers.config.servers.map((s) => s.name).join(", ")} (connect_mcp connects them)`,
+              text: `[mcp] ${[
+                ...(servers.fromFile > 0
+                  ? [`${CONFIG_FILE}: ${names.slice(0, servers.fromFile).join(", ")}`]
+                  : []),
+                ...(names.length > servers.fromFile
+                  ? [`plugins: ${names.slice(servers.fromFile).join(", ")}`]
+                  : []),
+              ].join("; ")} (connect_mcp connects them)`,
               tone: "dim" as const,
             },
           ]

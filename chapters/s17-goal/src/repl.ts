@@ -3,7 +3,8 @@
  * typed lines, and events of the sources mechanisms register (each event kind is handed
  * to the source that registered it). Quit words, EOF and Ctrl-C at the prompt end
  * the session with status 0; blank lines re-prompt; slash commands are handled here and
- * never reach the model (`/help`, or an unknown name, lists them).
+ * never reach the model (`/help`, or an unknown name, lists them). A plugin's `/kit:name`
+ * also answers to `/name` when no other command has that name.
  *
  * A turn's lifecycle, each step a seam mechanisms can join:
  *
@@ -82,7 +83,7 @@ export async function runRepl(options: ReplOptions): Promise<number> {
       const trimmed = line.trim();
       if (!trimmed) continue;
       if (QUIT_WORDS.has(trimmed.toLowerCase())) return 0;
-      const slash = /^\/([A-Za-z][\w-]*)(?:\s+([\s\S]*))?$/.exec(trimmed);
+      const slash = /^\/([A-Za-z][\w-]*(?::[A-Za-z][\w-]*)?)(?:\s+([\s\S]*))?$/.exec(trimmed);
       input = slash
         ? await runSlash(slash[1]!, slash[2] ?? "", commands, options, lastRequest)
         : { kind: "user", request: line, content: line };
@@ -109,9 +110,13 @@ async function runSlash(
   request: string,
 ): Promise<TurnInput | undefined> {
   const { printer, usage } = options;
-  const command = commands.get(name);
+  // `/name` finds `/kit:name` when it is the only such command (never for /help).
+  const plain = [...commands.keys()].filter((key) => name !== "help" && key.endsWith(`:${name}`));
+  const command = commands.get(name) ?? (plain.length === 1 ? commands.get(plain[0]!) : undefined);
   if (!command) {
-    if (name !== "help") printer.line(`Unknown command /${name}`, "warn");
+    if (plain.length > 1) {
+      printer.line(`/${name} is ambiguous: ${plain.map((key) => `/${key}`).join(", ")}`, "warn");
+    } else if (name !== "help") printer.line(`Unknown command /${name}`, "warn");
     // Every command, the project's own and the user's among them, with its arguments.
     const list = [...commands.entries()].map(
       ([key, c]) => `  /${key}${c.hint ? ` ${c.hint}` : ""}: ${c.description}`,

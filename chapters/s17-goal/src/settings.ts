@@ -4,8 +4,8 @@
  * Reads `<WORKDIR>/.claude/settings.json` and then `.claude/settings.local.json` once at
  * start. A file that is missing is simply absent; one that cannot be read or is not a JSON
  * object is reported with its path and contributes nothing, and the harness runs on. The
- * raw `permissions` and `hooks` sections are returned as found: permission-rules.ts reads
- * the rules. Nothing here ever writes them.
+ * raw `permissions`, `hooks`, `enabledPlugins` and `extraKnownMarketplaces` sections are
+ * returned as found: their readers check them. Nothing here ever writes them.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -19,6 +19,9 @@ export interface SettingsFile {
   /** The raw sections; checked by their readers. */
   permissions: unknown;
   hooks: unknown;
+  /** The plugins the project turns on (`{"name@market": true}`), and where markets are. */
+  enabledPlugins?: unknown;
+  extraKnownMarketplaces?: unknown;
 }
 
 export interface LoadedSettings {
@@ -52,7 +55,14 @@ export function loadSettings(workdir: string): LoadedSettings {
       continue;
     }
     const record = value as Record<string, unknown>;
-    loaded.files.push({ label, path: file, permissions: record.permissions, hooks: record.hooks });
+    loaded.files.push({
+      label,
+      path: file,
+      permissions: record.permissions,
+      hooks: record.hooks,
+      enabledPlugins: record.enabledPlugins,
+      extraKnownMarketplaces: record.extraKnownMarketplaces,
+    });
   }
   return loaded;
 }
