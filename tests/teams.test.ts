@@ -16,7 +16,6 @@ import { type Main, UsageMeter } from "shared";
 import { reply, type ScriptStep, text, toolUse } from "shared/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import type * as BashModule from "../chapters/s13-teams/src/bash.ts";
-import type * as HarnessModule from "../chapters/s14-mcp/src/harness.ts";
 import type * as MailboxModule from "../chapters/s13-teams/src/mailbox.ts";
 import type * as ProtocolsModule from "../chapters/s13-teams/src/protocols.ts";
 import type { Task } from "../chapters/s13-teams/src/task-record.ts";
@@ -24,6 +23,7 @@ import type * as StoreModule from "../chapters/s13-teams/src/tasks-store.ts";
 import type * as TeamRuntimeModule from "../chapters/s13-teams/src/team-runtime.ts";
 import type * as TeamsModule from "../chapters/s13-teams/src/teams.ts";
 import type * as WorktreesModule from "../chapters/s13-teams/src/worktrees.ts";
+import type * as HarnessModule from "../chapters/s14-mcp/src/harness.ts";
 import type * as McpModule from "../chapters/s14-mcp/src/mcp.ts";
 import {
   carried,
