@@ -1043,6 +1043,18 @@ Commands:
                           timeline, a page per chapter (README en/ja, files, diff,
                           diagram, its demo request by request) and per chapter pair;
                           --serve previews it on http://127.0.0.1:<n>/ (default 4173)
+  exercise list           the exercises: id (s02.1), chapter, title
+  exercise start <id> [--dir <dir>]
+                          copy the exercise's chapter to <dir> (default:
+                          exercises/work/<id>, which git ignores) with its statement
+  exercise check <id> [--dir <dir>] [--solution]
+                          run the exercise's checks against your copy (or, with
+                          --solution, the reference solution): what passed, what
+                          failed, and a hint for the first failure
+  exercise diff <id> [--dir <dir>]
+                          your change to the chapter, then the reference solution's
+  exercise verify-all     for every exercise: the untouched start and the start with an
+                          unrelated edit fail the check, the solution passes it
 
 A chapter is its id (s07), its folder name (s07-skills) or its number (7).
 Options: --root <dir>  repo root (default: this repository)   -h, --help  this text
@@ -1059,6 +1071,8 @@ const OPTIONS = {
   serve: { type: "boolean" },
   port: { type: "string" },
   "no-demos": { type: "boolean" },
+  dir: { type: "string" },
+  solution: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -1069,9 +1083,18 @@ const ALLOWED: Record<string, readonly string[]> = {
   check: ["root", "no-demos"],
   log: ["request"],
   site: ["root", "out", "serve", "port"],
+  exercise: ["root", "dir", "solution"],
 };
 
 const ARITY: Record<string, number> = { diff: 2, stats: 0, sync: 1, check: 0, log: 1, site: 0 };
+/** `exercise`'s own commands and how many arguments each takes after its name. */
+const EXERCISE_ARITY: Record<string, number> = {
+  list: 0,
+  start: 1,
+  check: 1,
+  diff: 1,
+  "verify-all": 0,
+};
 
 const parse = (argv: readonly string[]) =>
   parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
@@ -1103,6 +1126,7 @@ export function main(argv: readonly string[], io: Io = processIo()): number | Pr
       return 2;
     }
   }
+  if (command === "exercise") return exerciseCommand(args, values, io);
   if (args.length !== ARITY[command]) {
     const usage = USAGE.split("\n").find(
       (line) => line.trimStart().startsWith(`${command} `) || line.trim() === command,
@@ -1156,12 +1180,67 @@ export function main(argv: readonly string[], io: Io = processIo()): number | Pr
   }
 }
 
+/** `course exercise <list|start|check|diff|verify-all>` (scripts/exercise.ts). */
+async function exerciseCommand(
+  args: string[],
+  values: { root?: string; dir?: string; solution?: boolean },
+  io: Io,
+): Promise<number> {
+  const [sub, ...rest] = args;
+  const arity = sub === undefined ? undefined : EXERCISE_ARITY[sub];
+  if (arity === undefined || rest.length !== arity) {
+    const usage = USAGE.split("\n").filter((line) => line.trimStart().startsWith("exercise "));
+    io.error(
+      `course exercise: ${sub === undefined ? "which command?" : arity === undefined ? `unknown command "${sub}"` : `${sub} takes ${arity} argument(s), got ${rest.length}`}\n${usage.map((line) => `  ${line.trim()}`).join("\n")}\n`,
+    );
+    return 2;
+  }
+  if (values.solution === true && (sub !== "check" || values.dir !== undefined)) {
+    io.error("course exercise: --solution applies only to check, without --dir\n");
+    return 2;
+  }
+  if (values.dir !== undefined && !["start", "check", "diff"].includes(sub!)) {
+    io.error(`course exercise ${sub}: --dir does not apply here\n`);
+    return 2;
+  }
+  const root = path.resolve(values.root ?? DEFAULT_ROOT);
+  const exercises = await import("./exercise.ts");
+  const id = rest[0] ?? "";
+  try {
+    switch (sub) {
+      case "list":
+        io.write(exercises.formatList(root));
+        return 0;
+      case "start":
+        return exercises.startExercise(root, id, values.dir, io);
+      case "check":
+        return exercises.checkExercise(
+          root,
+          id,
+          { dir: values.dir, solution: values.solution === true },
+          io,
+        );
+      case "diff":
+        return exercises.diffExercise(root, id, values.dir, io);
+      default:
+        return exercises.verifyAll(root, io);
+    }
+  } catch (err) {
+    if (err instanceof CourseError) {
+      io.error(`course exercise ${sub}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    throw err;
+  }
+}
+
 /**
  * `course check`: the course's own rules, the README rules, and (unless `noDemos`) every
  * chapter's "Run it" transcript against its demo; one line per problem.
  */
 async function checkCommand(root: string, noDemos: boolean, io: Io): Promise<number> {
-  const problems = [...checkCourse(root), ...checkReadmes(root)];
+  const { checkExercises } = await import("./exercise.ts");
+  const problems = [...checkCourse(root), ...checkReadmes(root), ...checkExercises(root)];
   if (!noDemos) problems.push(...(await checkTranscripts(root)));
   const count = listChapters(root).length;
   for (const problem of problems) io.write(`${red(io.color, problem)}\n`);

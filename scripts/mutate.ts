@@ -30,6 +30,8 @@ import { MUTATIONS, type Mutation } from "./mutations.ts";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Never copied: history, installed packages (linked instead) and what runs leave behind. */
 const SKIP = new Set(["node_modules", ".git", ".turbo", ".harness"]);
+/** A learner's exercise copies (`pnpm course exercise start`): not the course's code. */
+const SKIP_PATHS = [path.join("exercises", "work")];
 /** Kept out of the copied node_modules folders: caches and pnpm's own run state. */
 const SKIP_IN_MODULES = new Set([".vite", ".vite-temp", ".pnpm-task-run-state-v1"]);
 /** pnpm's record of the workspace, which names its folders by absolute path. */
@@ -104,7 +106,9 @@ export function copyRepository(root: string): string {
   fs.cpSync(root, copy, {
     recursive: true,
     verbatimSymlinks: true,
-    filter: (source) => source === root || !SKIP.has(path.basename(source)),
+    filter: (source) =>
+      source === root ||
+      (!SKIP.has(path.basename(source)) && !SKIP_PATHS.includes(path.relative(root, source))),
   });
   for (const dir of packageDirs(root)) {
     const from = path.join(root, dir, "node_modules");
@@ -136,8 +140,9 @@ export function copyRepository(root: string): string {
 function packageDirs(root: string, dir = ""): string[] {
   const found = fs.existsSync(path.join(root, dir, "node_modules")) ? [dir] : [];
   for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
-    if (entry.isDirectory() && !SKIP.has(entry.name)) {
-      found.push(...packageDirs(root, path.join(dir, entry.name)));
+    const rel = path.join(dir, entry.name);
+    if (entry.isDirectory() && !SKIP.has(entry.name) && !SKIP_PATHS.includes(rel)) {
+      found.push(...packageDirs(root, rel));
     }
   }
   return found;

@@ -1,9 +1,11 @@
 /**
  * `course check`'s README rules: what a learner reads is checked, not trusted.
  *
- *   shape        every chapter README has the ten sections in order; "How it works" at most
- *                eight steps; "What the tests pin" five to eight bullets; "Claude Code for
- *                real" dated
+ *   shape        every chapter README has the ten sections in order (and an eleventh,
+ *                "Exercises", when exercises/ has some for the chapter); "How it works" at
+ *                most eight steps; "What the tests pin" five to eight bullets; "Claude Code
+ *                for real" dated
+ *   exercises    that last section lists the chapter's exercises, each linking its statement
  *   length       a chapter README at most 400 lines (LONG_CHAPTERS 500), the top README at
  *                most 150; a Japanese page no longer than its English one
  *   labels       every TypeScript block names the file it quotes (the excerpt rule in
@@ -25,6 +27,7 @@ import {
   formatStatsTable,
   listChapters,
 } from "./course.ts";
+import { type Exercise, listExercises } from "./exercise.ts";
 
 /** The sections of a chapter README, in order; `changed` stands for "What changed". */
 const SECTIONS = {
@@ -65,9 +68,47 @@ function changedHeading(readme: ReadmeName, prev: Chapter | undefined): string {
   return prev ? `${prev.id} からの変更点` : "変更点：すべて新規";
 }
 
+/** The last section of a chapter README whose chapter has exercises (exercises/sNN.K-…). */
+export const EXERCISES_HEADING: Record<ReadmeName, string> = {
+  "README.md": "Exercises",
+  "README.ja.md": "演習",
+};
+
 /** The headings a chapter README must have, in order. */
-export function expectedHeadings(readme: ReadmeName, prev: Chapter | undefined): string[] {
-  return SECTIONS[readme].map((h) => (h === "changed" ? changedHeading(readme, prev) : h));
+export function expectedHeadings(
+  readme: ReadmeName,
+  prev: Chapter | undefined,
+  exercises = false,
+): string[] {
+  const headings = SECTIONS[readme].map((h) =>
+    h === "changed" ? changedHeading(readme, prev) : h,
+  );
+  return exercises ? [...headings, EXERCISES_HEADING[readme]] : headings;
+}
+
+/**
+ * The Exercises section: one bullet per exercise of the chapter, in id order, each naming
+ * its id and linking its statement in the README's language.
+ */
+export function checkExerciseList(
+  md: Markdown,
+  readme: ReadmeName,
+  where: string,
+  exercises: Exercise[],
+): string[] {
+  const section = md.sections.find((s) => s.heading === EXERCISES_HEADING[readme]);
+  if (!section) return [];
+  const bullets = section.lines.filter((l) => !l.code && l.text.startsWith("- "));
+  const statement = readme === "README.md" ? "README.md" : "README.ja.md";
+  const wanted = exercises.map(
+    (exercise) => `../../exercises/${path.basename(exercise.dir)}/${statement}`,
+  );
+  const found = bullets.map((l) => /\]\(([^)]+)\)/.exec(l.text)?.[1] ?? "");
+  const named = bullets.every((l, i) => l.text.includes(exercises[i]?.id ?? "\0"));
+  if (found.join("\n") === wanted.join("\n") && named) return [];
+  return [
+    `exercises: ${where}:${section.line} "${section.heading}" must list ${exercises.map((e) => e.id).join(", ")}, one bullet each with its id, linking ${wanted.join(", ")}`,
+  ];
 }
 
 export const CHAPTER_LIMIT = 400;
@@ -172,9 +213,10 @@ export function checkShape(
   readme: ReadmeName,
   where: string,
   prev: Chapter | undefined,
+  exercises = false,
 ): string[] {
   const problems: string[] = [];
-  const expected = expectedHeadings(readme, prev);
+  const expected = expectedHeadings(readme, prev, exercises);
   const found = md.sections.map((s) => s.heading);
   if (found.join("\n") !== expected.join("\n")) {
     const missing = expected.filter((h) => !found.includes(h));
@@ -381,6 +423,7 @@ export function checkReadmes(root: string): string[] {
   const glossaryText = read(path.join(root, "docs", "glossary.ja.md"));
   const glossary = glossaryText === null ? [] : readGlossary(glossaryText);
   const table = formatStatsTable(computeStats(root));
+  const exercises = listExercises(root);
   chapters.forEach((chapter, i) => {
     const prev = chapters[i - 1];
     const lengths: Partial<Record<ReadmeName, number>> = {};
@@ -390,7 +433,9 @@ export function checkReadmes(root: string): string[] {
       const where = `chapters/${chapter.folder}/${readme}`;
       const md = readMarkdown(text);
       lengths[readme] = lineCount(text);
-      problems.push(...checkShape(md, readme, where, prev));
+      const own = exercises.filter((exercise) => exercise.chapter === chapter.id);
+      problems.push(...checkShape(md, readme, where, prev, own.length > 0));
+      problems.push(...checkExerciseList(md, readme, where, own));
       problems.push(...checkChanged(md, readme, where, prev, chapter));
       problems.push(...checkCitations(md, where));
       if (readme === "README.ja.md") problems.push(...checkGlossary(md, where, glossary));

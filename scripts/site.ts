@@ -23,6 +23,7 @@ import {
   listFiles,
   splitLines,
 } from "./course.ts";
+import { type Exercise, listExercises } from "./exercise.ts";
 import {
   type DemoTrace,
   emptySeen,
@@ -197,6 +198,9 @@ function siteHref(href: string, ctx: LinkContext): string | null {
   const anchor = (lang: string) => (hash ? `#${lang}-${hash}` : lang === "ja" ? "#ja" : "");
   if (rel === "README.md") return `index.html${anchor("en")}`;
   if (rel === "README.ja.md") return `index.html${anchor("ja")}`;
+  // An exercise's statement is a page of its own.
+  const exercise = /^exercises\/(s\d\d\.\d+)-[a-z0-9-]+\/README(\.ja)?\.md$/.exec(rel);
+  if (exercise) return `${exercise[1]}.html${anchor(exercise[2] ? "ja" : "en")}`;
   const m = /^chapters\/(s\d\d-[^/]+)(?:\/(.*))?$/.exec(rel);
   const chapter = m ? ctx.chapters.find((c) => c.folder === m[1]) : undefined;
   if (m && chapter) {
@@ -613,6 +617,23 @@ function pairPage(build: Build, before: ChapterInfo, info: ChapterInfo): string 
   return page(`${before.chapter.id} → ${chapter.id}`, body, nav);
 }
 
+/** An exercise's statement, in both languages, with the way back to its chapter. */
+function exercisePage(build: Build, exercise: Exercise): string {
+  const dir = path.relative(build.root, exercise.dir);
+  const en = readReadme(path.join(exercise.dir, "README.md"));
+  const ja = readReadme(path.join(exercise.dir, "README.ja.md"));
+  const info = build.infos.find((i) => i.chapter.id === exercise.chapter);
+  const chapterLink = info
+    ? `<a href="${info.chapter.id}.html#en-exercises">${info.chapter.id} ${esc(info.en.title)}</a>`
+    : "";
+  const body =
+    `<h1>${esc(exercise.id)}: ${esc(exercise.title)}</h1>\n` +
+    `<p class="meta">${chapterLink} · <code>pnpm course exercise start ${esc(exercise.id)}</code></p>\n` +
+    bilingual(markdown(en.body, build.ctx(dir, "en")), markdown(ja.body, build.ctx(dir, "ja")));
+  const nav = `<a href="index.html">${t("Course", "コース")}</a>${info ? ` <a href="${info.chapter.id}.html">${info.chapter.id}</a>` : ""}`;
+  return page(`${exercise.id}: ${exercise.title}`, body, nav);
+}
+
 export async function buildSite(options: SiteOptions): Promise<SiteReport> {
   const { root } = options;
   const out = path.resolve(options.out);
@@ -671,6 +692,10 @@ export async function buildSite(options: SiteOptions): Promise<SiteReport> {
     const before = build.infos[j]!;
     write(`${before.chapter.id}-${info.chapter.id}.html`, pairPage(build, before, info));
   });
+
+  say("site: exercises");
+  for (const exercise of listExercises(root))
+    write(`${exercise.id}.html`, exercisePage(build, exercise));
 
   for (const name of ["style.css", "site.js"]) {
     fs.copyFileSync(path.join(ASSETS, name), path.join(out, name));

@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareChapters, computeStats, DEFAULT_ROOT, listChapters } from "../scripts/course.ts";
+import { listExercises } from "../scripts/exercise.ts";
 import { buildSite, type SiteReport } from "../scripts/site.ts";
 import { type DemoTrace, esc, MARKS, traceDemo } from "../scripts/site-demo.ts";
 import { CHAPTERS, type Chapter, chapterDir, chaptersFrom } from "./chapters.ts";
@@ -256,12 +257,19 @@ function sectionText(page: string, id: string): string {
 describe("course site: the pages", () => {
   beforeAll(buildOnce, 60_000);
 
-  it("writes an index, a page per chapter and a page per chapter pair", () => {
+  it("writes an index, a page per chapter, per chapter pair and per exercise", () => {
     const ids = CHAPTERS.map((c) => c.id);
     const pairs = ids.slice(1).map((id, i) => `${ids[i]}-${id}.html`);
+    const exercises = listExercises(DEFAULT_ROOT).map((exercise) => `${exercise.id}.html`);
     expect(report.pages.sort()).toEqual(
-      ["index.html", ...ids.map((id) => `${id}.html`), ...pairs].sort(),
+      ["index.html", ...ids.map((id) => `${id}.html`), ...pairs, ...exercises].sort(),
     );
+    // An exercise's page has its statement in both languages and leads back to its chapter.
+    const grep = html("s02.1.html");
+    expect(grep).toContain("<h1>s02.1: A grep tool with a path target</h1>");
+    expect(grep).toContain('href="s02.html#en-exercises"');
+    expect(grep).toContain("正規表現でファイルの中身を検索し");
+    expect(html("s02.html")).toContain('href="s02.1.html"');
     expect(existsSync(path.join(out, "style.css")) && existsSync(path.join(out, "site.js"))).toBe(
       true,
     );

@@ -1,0 +1,425 @@
+/**
+ * `pnpm course exercise …`: exercises a learner can check.
+ *
+ *   exercises/<id>-<slug>/           one exercise (id: s02.1 = chapter s02, first exercise)
+ *     exercise.json                  {"title": …, "hints": {"<check name>": "<hint>"}}
+ *     README.md, README.ja.md        the statement: the goal, what to change, what the check
+ *                                    runs, hints
+ *     check.ts                       vitest checks that drive the copy through its `main`
+ *     solution.diff                  the reference solution, a patch against the chapter
+ *
+ *   list                       every exercise: id, chapter, title
+ *   start <id> [--dir DIR]     the chapter copied to DIR (default exercises/work/<id>, which
+ *                              git ignores), its node_modules linked, the statement beside it
+ *   check <id> [--dir DIR]     the checks against that copy: each passed or failed, and the
+ *                              hint for the first failure
+ *   check <id> --solution      the same against a copy with the reference solution applied
+ *   diff <id> [--dir DIR]      your change to the chapter, then the reference solution's
+ *   verify-all                 for every exercise: the untouched start fails its check, the
+ *                              start with an unrelated edit fails it, the solution passes
+ */
+import { spawnSync } from "node:child_process";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { CourseError, compareChapters, formatFileChange, type Io, listChapters } from "./course.ts";
+
+export interface Exercise {
+  id: string;
+  /** The chapter it extends: `s02`. */
+  chapter: string;
+  title: string;
+  /** Its folder, absolute. */
+  dir: string;
+  hints: Record<string, string>;
+}
+
+/** The chapter files a copy leaves out: installed packages and build output. */
+const NOT_COPIED = new Set(["node_modules", ".turbo", "dist"]);
+/** What `verify-all` appends to a fresh copy's main.ts: an edit that adds no feature. */
+const UNRELATED_EDIT =
+  "\n// An unrelated edit: a comment the check must not mistake for the feature.\n";
+
+/** Every exercise, in id order (s02.1, s02.2, …, s10.1). */
+export function listExercises(root: string): Exercise[] {
+  const base = path.join(root, "exercises");
+  if (!existsSync(base)) return [];
+  return readdirSync(base)
+    .flatMap((name) => {
+      const match = /^(s\d\d)\.(\d+)-[a-z0-9-]+$/.exec(name);
+      if (!match) return [];
+      const dir = path.join(base, name);
+      const meta = JSON.parse(readFileSync(path.join(dir, "exercise.json"), "utf8")) as {
+        title: string;
+        hints?: Record<string, string>;
+      };
+      return [
+        {
+          id: `${match[1]}.${match[2]}`,
+          chapter: match[1]!,
+          title: meta.title,
+          dir,
+          hints: meta.hints ?? {},
+        },
+      ];
+    })
+    .sort((a, b) => a.id.localeCompare(b.id, "en", { numeric: true }));
+}
+
+function findExercise(root: string, id: string): Exercise {
+  const all = listExercises(root);
+  const found = all.find((exercise) => exercise.id === id);
+  if (!found) {
+    const near = all.filter((exercise) => exercise.chapter === id.slice(0, 3)).map((e) => e.id);
+    throw new CourseError(
+      `no exercise "${id}"${near.length ? `; ${id.slice(0, 3)} has ${near.join(", ")}` : ""} (pnpm course exercise list shows them all)`,
+    );
+  }
+  return found;
+}
+
+function chapterDir(root: string, id: string): string {
+  const chapter = listChapters(root).find((c) => c.id === id);
+  if (!chapter) throw new CourseError(`no chapter ${id}`);
+  return chapter.dir;
+}
+
+/** Where a learner's copy lives unless --dir says otherwise. */
+export function defaultCopy(root: string, exercise: Exercise): string {
+  return path.join(root, "exercises", "work", exercise.id);
+}
+
+/**
+ * The chapter copied to `dest`: its files but node_modules, which is linked to the chapter's
+ * own (so the copy runs with the chapter's packages wherever it is), and a tsconfig that
+ * still finds the course's base config.
+ */
+export function copyChapter(root: string, exercise: Exercise, dest: string): void {
+  const from = chapterDir(root, exercise.chapter);
+  cpSync(from, dest, {
+    recursive: true,
+    filter: (source) => !NOT_COPIED.has(path.basename(source)) || source === from,
+  });
+  symlinkSync(path.join(from, "node_modules"), path.join(dest, "node_modules"), "dir");
+  const tsconfig = path.join(dest, "tsconfig.json");
+  if (existsSync(tsconfig)) {
+    const base = path.join(root, "tsconfig.base.json");
+    const text = readFileSync(tsconfig, "utf8").replace(
+      /"\.\.\/\.\.\/tsconfig\.base\.json"/,
+      JSON.stringify(base),
+    );
+    writeFileSync(tsconfig, text);
+  }
+}
+
+/** `git apply` of the reference solution inside `dir`; throws with git's words when it fails. */
+export function applySolution(exercise: Exercise, dir: string, check = false): void {
+  const patch = path.join(exercise.dir, "solution.diff");
+  const run = spawnSync("git", ["apply", ...(check ? ["--check"] : []), patch], {
+    cwd: dir,
+    encoding: "utf8",
+  });
+  if (run.status !== 0) {
+    throw new CourseError(
+      `${path.relative(path.dirname(exercise.dir), patch)} does not apply to ${exercise.chapter}: ${(run.stderr || run.error?.message || "").trim()}`,
+      1,
+    );
+  }
+}
+
+export function startExercise(root: string, id: string, dir: string | undefined, io: Io): number {
+  const exercise = findExercise(root, id);
+  const dest = path.resolve(dir ?? defaultCopy(root, exercise));
+  if (existsSync(dest) && readdirSync(dest).length > 0) {
+    throw new CourseError(
+      `${dest} already exists and is not empty: your work stays as it is. Check it with \`pnpm course exercise check ${id}${dir ? ` --dir ${dir}` : ""}\`, or start in another folder with --dir`,
+    );
+  }
+  copyChapter(root, exercise, dest);
+  cpSync(path.join(exercise.dir, "README.md"), path.join(dest, "EXERCISE.md"));
+  cpSync(path.join(exercise.dir, "README.ja.md"), path.join(dest, "EXERCISE.ja.md"));
+  io.write(
+    [
+      `${exercise.id}: ${exercise.title}`,
+      `The chapter ${exercise.chapter} is copied to ${dest}.`,
+      `Read ${path.join(dest, "EXERCISE.md")}, change the code in ${path.join(dest, "src")},`,
+      `and run it as the chapter runs: cd ${dest} && node --import tsx/esm src/main.ts`,
+      `When you think it works: pnpm course exercise check ${exercise.id}${dir ? ` --dir ${dir}` : ""}`,
+      "",
+    ].join("\n"),
+  );
+  return 0;
+}
+
+interface CheckResult {
+  /** Each check by name, in file order. */
+  checks: Array<{ name: string; passed: boolean; failure?: string }>;
+  /** Set when the checks could not run at all (the copy does not load). */
+  error?: string;
+}
+
+/** Runs the exercise's checks against `dir` in a vitest process of their own. */
+export function runChecks(root: string, exercise: Exercise, dir: string): CheckResult {
+  const load = spawnSync(
+    process.execPath,
+    [
+      "--import",
+      "tsx/esm",
+      "--input-type=module",
+      "-e",
+      `await import(${JSON.stringify(path.join(dir, "src", "main.ts"))})`,
+    ],
+    { cwd: dir, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+  );
+  if (load.status !== 0) {
+    const why = load.stderr
+      .split("\n")
+      .filter((line) => line.trim())
+      .slice(0, 6)
+      .join("\n");
+    return {
+      checks: [],
+      error: `the copy does not load (node --import tsx/esm src/main.ts):\n${why}`,
+    };
+  }
+  const report = path.join(mkdtempSync(path.join(os.tmpdir(), "exercise-report-")), "report.json");
+  const vitest = path.join(root, "tests", "node_modules", ".bin", "vitest");
+  const run = spawnSync(
+    vitest,
+    [
+      "run",
+      "--config",
+      path.join(root, "tests", "vitest.exercises.config.ts"),
+      "--reporter=json",
+      `--outputFile=${report}`,
+    ],
+    {
+      cwd: path.join(root, "tests"),
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        EXERCISE_DIR: dir,
+        EXERCISE_CHECK: path.join(exercise.dir, "check.ts"),
+        EXERCISE_CHAPTER: exercise.chapter,
+        NO_COLOR: "1",
+      },
+    },
+  );
+  if (!existsSync(report)) {
+    return { checks: [], error: `the checks did not run:\n${(run.stderr || run.stdout).trim()}` };
+  }
+  const json = JSON.parse(readFileSync(report, "utf8")) as {
+    testResults: Array<{
+      message?: string;
+      assertionResults: Array<{ title: string; status: string; failureMessages: string[] }>;
+    }>;
+  };
+  rmSync(path.dirname(report), { recursive: true, force: true });
+  const file = json.testResults[0];
+  if (file && file.assertionResults.length === 0 && file.message) {
+    return { checks: [], error: `the checks did not run: ${file.message.split("\n")[0]}` };
+  }
+  return {
+    checks: (file?.assertionResults ?? []).map((result) => ({
+      name: result.title,
+      passed: result.status === "passed",
+      ...(result.status === "passed" ? {} : { failure: firstLine(result.failureMessages[0]) }),
+    })),
+  };
+}
+
+function firstLine(message: string | undefined): string {
+  return (message ?? "failed")
+    .split("\n")[0]!
+    .replace(/\x1b\[[0-9;]*m/g, "")
+    .trim();
+}
+
+export function checkExercise(
+  root: string,
+  id: string,
+  options: { dir?: string; solution?: boolean },
+  io: Io,
+): number {
+  const exercise = findExercise(root, id);
+  let dir: string;
+  let temp: string | null = null;
+  if (options.solution) {
+    temp = mkdtempSync(path.join(os.tmpdir(), `exercise-${id}-`));
+    dir = path.join(temp, "copy");
+    copyChapter(root, exercise, dir);
+    applySolution(exercise, dir);
+  } else {
+    dir = path.resolve(options.dir ?? defaultCopy(root, exercise));
+    if (!existsSync(path.join(dir, "src", "main.ts"))) {
+      throw new CourseError(
+        `no copy of ${exercise.chapter} at ${dir}: start one with \`pnpm course exercise start ${id}${options.dir ? ` --dir ${options.dir}` : ""}\``,
+      );
+    }
+  }
+  try {
+    const result = runChecks(root, exercise, dir);
+    io.write(
+      `${exercise.id}: ${exercise.title}${options.solution ? " (the reference solution)" : ""}\n`,
+    );
+    if (result.error) {
+      io.write(`✗ ${result.error}\n`);
+      return 1;
+    }
+    for (const check of result.checks) {
+      io.write(`${check.passed ? "✓" : "✗"} ${check.name}\n`);
+      if (check.failure) io.write(`    ${check.failure}\n`);
+    }
+    const failed = result.checks.filter((check) => !check.passed);
+    if (failed.length === 0 && result.checks.length > 0) {
+      io.write(
+        `All ${result.checks.length} checks pass. Compare with the reference: pnpm course exercise diff ${id}\n`,
+      );
+      return 0;
+    }
+    const hint = exercise.hints[failed[0]?.name ?? ""];
+    io.write(
+      `${failed.length} of ${result.checks.length} checks fail.${hint ? `\nHint: ${hint}` : ""}\n`,
+    );
+    return 1;
+  } finally {
+    if (temp) rmSync(temp, { recursive: true, force: true });
+  }
+}
+
+/** Your change to the chapter (src and anything else you touched), then the solution's. */
+export function diffExercise(
+  root: string,
+  id: string,
+  dirOption: string | undefined,
+  io: Io,
+): number {
+  const exercise = findExercise(root, id);
+  const dir = path.resolve(dirOption ?? defaultCopy(root, exercise));
+  if (!existsSync(path.join(dir, "src"))) {
+    throw new CourseError(
+      `no copy of ${exercise.chapter} at ${dir}: start one with \`pnpm course exercise start ${id}\``,
+    );
+  }
+  const chapter = listChapters(root).find((c) => c.id === exercise.chapter)!;
+  // The statement beside the code is the course's, not a change of yours.
+  const mine = compareChapters(chapter, { ...chapter, dir }).filter(
+    (change) => !/^EXERCISE(\.ja)?\.md$/.test(change.path),
+  );
+  io.write(`Your change to ${exercise.chapter} (${dir}):\n`);
+  const text = mine.map((change) => formatFileChange(change, chapter.folder, "yours", io.color));
+  io.write(text.length ? text.join("") : "(no change yet)\n");
+  io.write(
+    `\nThe reference solution (${path.relative(root, path.join(exercise.dir, "solution.diff"))}):\n`,
+  );
+  io.write(readFileSync(path.join(exercise.dir, "solution.diff"), "utf8"));
+  return 0;
+}
+
+/**
+ * The proof that every check is honest: the untouched start fails it, the start with an
+ * unrelated edit fails it, the reference solution passes it. One line per exercise.
+ */
+export function verifyAll(root: string, io: Io): number {
+  const problems: string[] = [];
+  for (const exercise of listExercises(root)) {
+    const started = performance.now();
+    const temp = mkdtempSync(path.join(os.tmpdir(), `exercise-verify-${exercise.id}-`));
+    try {
+      const copy = (name: string) => {
+        const dir = path.join(temp, name);
+        copyChapter(root, exercise, dir);
+        return dir;
+      };
+      const start = runChecks(root, exercise, copy("start"));
+      const edited = copy("edited");
+      appendFileSync(path.join(edited, "src", "main.ts"), UNRELATED_EDIT);
+      const unrelated = runChecks(root, exercise, edited);
+      const solved = copy("solution");
+      applySolution(exercise, solved);
+      const solution = runChecks(root, exercise, solved);
+      const passes = (result: CheckResult) =>
+        !result.error && result.checks.length > 0 && result.checks.every((check) => check.passed);
+      const verdicts = [
+        passes(start) ? "the untouched start passes its check" : null,
+        passes(unrelated) ? "the start with an unrelated edit passes its check" : null,
+        passes(solution)
+          ? null
+          : `the reference solution fails: ${
+              solution.error ??
+              solution.checks
+                .filter((c) => !c.passed)
+                .map((c) => `${c.name}: ${c.failure}`)
+                .join("; ")
+            }`,
+      ].filter((verdict): verdict is string => verdict !== null);
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      const counts = `${solution.checks.length} checks`;
+      io.write(
+        `${verdicts.length ? "✗" : "✓"} ${exercise.id} ${exercise.title} (${counts}, ${seconds} s)\n`,
+      );
+      for (const verdict of verdicts) {
+        io.write(`    ${verdict}\n`);
+        problems.push(`${exercise.id}: ${verdict}`);
+      }
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  }
+  io.write(
+    problems.length
+      ? `verify-all: ${problems.length} problem(s)\n`
+      : "verify-all: every check is honest\n",
+  );
+  return problems.length ? 1 : 0;
+}
+
+/** `course check`'s part: every exercise names a chapter and its solution still applies. */
+export function checkExercises(root: string): string[] {
+  const problems: string[] = [];
+  for (const exercise of listExercises(root)) {
+    const rel = path.relative(root, exercise.dir);
+    for (const file of ["README.md", "README.ja.md", "check.ts", "solution.diff"]) {
+      if (!existsSync(path.join(exercise.dir, file)))
+        problems.push(`exercise: ${rel}/${file} is missing`);
+    }
+    let dir: string;
+    try {
+      dir = chapterDir(root, exercise.chapter);
+    } catch {
+      problems.push(`exercise: ${rel} names chapter ${exercise.chapter}, which does not exist`);
+      continue;
+    }
+    if (!existsSync(path.join(exercise.dir, "solution.diff")) || !statSync(dir).isDirectory())
+      continue;
+    try {
+      applySolution(exercise, dir, true);
+    } catch (error) {
+      problems.push(
+        `exercise: ${(error as Error).message} — update the solution to the chapter's code`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** One line per exercise: id, chapter, title. */
+export function formatList(root: string): string {
+  const chapters = listChapters(root);
+  const lines = listExercises(root).map((exercise) => {
+    const chapter = chapters.find((c) => c.id === exercise.chapter);
+    return `${exercise.id.padEnd(6)} ${(chapter?.folder ?? exercise.chapter).padEnd(16)} ${exercise.title}`;
+  });
+  return lines.length ? `${lines.join("\n")}\n` : "No exercises yet.\n";
+}
