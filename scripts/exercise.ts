@@ -234,16 +234,20 @@ export function runChecks(root: string, exercise: Exercise, dir: string): CheckR
     checks: (file?.assertionResults ?? []).map((result) => ({
       name: result.title,
       passed: result.status === "passed",
-      ...(result.status === "passed" ? {} : { failure: firstLine(result.failureMessages[0]) }),
+      ...(result.status === "passed" ? {} : { failure: failureText(result.failureMessages[0]) }),
     })),
   };
 }
 
-function firstLine(message: string | undefined): string {
-  return (message ?? "failed")
-    .split("\n")[0]!
-    .replace(/\x1b\[[0-9;]*m/g, "")
-    .trim();
+/** A failure as a learner reads it: the assertion and its diff, without the stack. */
+function failureText(message: string | undefined): string {
+  const lines = (message ?? "failed").replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+  const stack = lines.findIndex((line) => /^\s+at /.test(line));
+  return lines
+    .slice(0, stack === -1 ? undefined : stack)
+    .filter((line) => line.trim() !== "")
+    .slice(0, 12)
+    .join("\n    ");
 }
 
 export function checkExercise(

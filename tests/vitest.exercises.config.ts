@@ -16,6 +16,8 @@ export default defineConfig({
     root,
     include: [path.relative(root, process.env.EXERCISE_CHECK ?? "exercises/*/check.ts")],
     testTimeout: 30000,
+    // A failure shows the whole value the copy produced: the learner reads it to fix the code.
+    chaiConfig: { truncateThreshold: 0 },
     setupFiles: [path.join(root, "tests", "setup.ts")],
     execArgv: ["--import", "tsx/esm"],
     server: {
