@@ -10,6 +10,7 @@
  * server saw. Every line this prints goes to stderr; the exit status is 0 when the client
  * did what it was asked.
  */
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runIfEntry } from "shared";
@@ -56,6 +57,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     );
     return 2;
   }
+  // A token lives as long as this run: a file named after the pid alone outlived it, and a
+  // later run that got the same pid sent the old token to a new server.
+  const tokens = mkdtempSync(path.join(os.tmpdir(), "mcp-client-"));
   let connection: McpConnection;
   try {
     connection = await McpConnection.open(
@@ -69,7 +73,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
         // No browser: the authorization URL is fetched and its redirect read. A scenario
         // may hand over a pre-registered client (MCP_CONFORMANCE_CONTEXT).
         auth: {
-          tokenFile: path.join(os.tmpdir(), `mcp-client-${process.pid}-token.json`),
+          tokenFile: path.join(tokens, "token.json"),
           callback: async () => headlessCallback(),
           clientMetadataUrl: CLIENT_METADATA_URL,
           ...preRegistered(env.MCP_CONFORMANCE_CONTEXT),
@@ -78,6 +82,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     );
   } catch (error) {
     say(`mcp-client: cannot connect to ${url}: ${(error as Error).message}`);
+    rmSync(tokens, { recursive: true, force: true });
     return 1;
   }
   say(
@@ -92,6 +97,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     return 1;
   } finally {
     await connection.close();
+    rmSync(tokens, { recursive: true, force: true });
   }
 }
 
