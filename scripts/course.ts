@@ -1214,7 +1214,7 @@ async function exerciseCommand(
       case "start":
         return exercises.startExercise(root, id, values.dir, io);
       case "check":
-        return exercises.checkExercise(
+        return await exercises.checkExercise(
           root,
           id,
           { dir: values.dir, solution: values.solution === true },
@@ -1223,7 +1223,7 @@ async function exerciseCommand(
       case "diff":
         return exercises.diffExercise(root, id, values.dir, io);
       default:
-        return exercises.verifyAll(root, io);
+        return await exercises.verifyAll(root, io);
     }
   } catch (err) {
     if (err instanceof CourseError) {

@@ -18,7 +18,7 @@
  *   verify-all                 for every exercise: the untouched start fails its check, the
  *                              start with an unrelated edit fails it, the solution passes
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   appendFileSync,
   cpSync,
@@ -60,10 +60,8 @@ export function listExercises(root: string): Exercise[] {
       const match = /^(s\d\d)\.(\d+)-[a-z0-9-]+$/.exec(name);
       if (!match) return [];
       const dir = path.join(base, name);
-      const meta = JSON.parse(readFileSync(path.join(dir, "exercise.json"), "utf8")) as {
-        title: string;
-        hints?: Record<string, string>;
-      };
+      const meta = readMeta(dir);
+      if (!meta) return []; // course check reports it
       return [
         {
           id: `${match[1]}.${match[2]}`,
@@ -75,6 +73,16 @@ export function listExercises(root: string): Exercise[] {
       ];
     })
     .sort((a, b) => a.id.localeCompare(b.id, "en", { numeric: true }));
+}
+
+/** An exercise's exercise.json, or null when it is missing or not the expected shape. */
+function readMeta(dir: string): { title: string; hints?: Record<string, string> } | null {
+  try {
+    const meta = JSON.parse(readFileSync(path.join(dir, "exercise.json"), "utf8"));
+    return typeof meta?.title === "string" ? meta : null;
+  } catch {
+    return null;
+  }
 }
 
 function findExercise(root: string, id: string): Exercise {
@@ -169,9 +177,34 @@ interface CheckResult {
   error?: string;
 }
 
+/** A child process to its end: its status and output. */
+function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** Runs the exercise's checks against `dir` in a vitest process of their own. */
-export function runChecks(root: string, exercise: Exercise, dir: string): CheckResult {
-  const load = spawnSync(
+export async function runChecks(
+  root: string,
+  exercise: Exercise,
+  dir: string,
+): Promise<CheckResult> {
+  const load = await runProcess(
     process.execPath,
     [
       "--import",
@@ -180,7 +213,7 @@ export function runChecks(root: string, exercise: Exercise, dir: string): CheckR
       "-e",
       `await import(${JSON.stringify(path.join(dir, "src", "main.ts"))})`,
     ],
-    { cwd: dir, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+    { cwd: dir, env: { ...process.env, NO_COLOR: "1" } },
   );
   if (load.status !== 0) {
     const why = load.stderr
@@ -195,7 +228,7 @@ export function runChecks(root: string, exercise: Exercise, dir: string): CheckR
   }
   const report = path.join(mkdtempSync(path.join(os.tmpdir(), "exercise-report-")), "report.json");
   const vitest = path.join(root, "tests", "node_modules", ".bin", "vitest");
-  const run = spawnSync(
+  const run = await runProcess(
     vitest,
     [
       "run",
@@ -206,7 +239,6 @@ export function runChecks(root: string, exercise: Exercise, dir: string): CheckR
     ],
     {
       cwd: path.join(root, "tests"),
-      encoding: "utf8",
       env: {
         ...process.env,
         EXERCISE_DIR: dir,
@@ -250,12 +282,12 @@ function failureText(message: string | undefined): string {
     .join("\n    ");
 }
 
-export function checkExercise(
+export async function checkExercise(
   root: string,
   id: string,
   options: { dir?: string; solution?: boolean },
   io: Io,
-): number {
+): Promise<number> {
   const exercise = findExercise(root, id);
   let dir: string;
   let temp: string | null = null;
@@ -273,7 +305,7 @@ export function checkExercise(
     }
   }
   try {
-    const result = runChecks(root, exercise, dir);
+    const result = await runChecks(root, exercise, dir);
     io.write(
       `${exercise.id}: ${exercise.title}${options.solution ? " (the reference solution)" : ""}\n`,
     );
@@ -333,58 +365,68 @@ export function diffExercise(
 
 /**
  * The proof that every check is honest: the untouched start fails it, the start with an
- * unrelated edit fails it, the reference solution passes it. One line per exercise.
+ * unrelated edit fails it, the reference solution passes it. One line per exercise; the
+ * runs go side by side, one per processor.
  */
-export function verifyAll(root: string, io: Io): number {
-  const problems: string[] = [];
-  for (const exercise of listExercises(root)) {
-    const started = performance.now();
-    const temp = mkdtempSync(path.join(os.tmpdir(), `exercise-verify-${exercise.id}-`));
-    try {
-      const copy = (name: string) => {
-        const dir = path.join(temp, name);
-        copyChapter(root, exercise, dir);
-        return dir;
-      };
-      const start = runChecks(root, exercise, copy("start"));
-      const edited = copy("edited");
-      appendFileSync(path.join(edited, "src", "main.ts"), UNRELATED_EDIT);
-      const unrelated = runChecks(root, exercise, edited);
-      const solved = copy("solution");
-      applySolution(exercise, solved);
-      const solution = runChecks(root, exercise, solved);
-      const passes = (result: CheckResult) =>
-        !result.error && result.checks.length > 0 && result.checks.every((check) => check.passed);
-      const verdicts = [
-        passes(start) ? "the untouched start passes its check" : null,
-        passes(unrelated) ? "the start with an unrelated edit passes its check" : null,
-        passes(solution)
-          ? null
-          : `the reference solution fails: ${
-              solution.error ??
-              solution.checks
-                .filter((c) => !c.passed)
-                .map((c) => `${c.name}: ${c.failure}`)
-                .join("; ")
-            }`,
-      ].filter((verdict): verdict is string => verdict !== null);
-      const seconds = ((performance.now() - started) / 1000).toFixed(1);
-      const counts = `${solution.checks.length} checks`;
-      io.write(
-        `${verdicts.length ? "✗" : "✓"} ${exercise.id} ${exercise.title} (${counts}, ${seconds} s)\n`,
-      );
-      for (const verdict of verdicts) {
-        io.write(`    ${verdict}\n`);
-        problems.push(`${exercise.id}: ${verdict}`);
+export async function verifyAll(root: string, io: Io): Promise<number> {
+  const exercises = listExercises(root);
+  const temp = mkdtempSync(path.join(os.tmpdir(), "exercise-verify-"));
+  const passes = (result: CheckResult) =>
+    !result.error && result.checks.length > 0 && result.checks.every((check) => check.passed);
+  // Each exercise's three copies, made before any check runs.
+  const jobs = exercises.flatMap((exercise) => {
+    const copy = (name: string) => {
+      const dir = path.join(temp, exercise.id, name);
+      copyChapter(root, exercise, dir);
+      return dir;
+    };
+    const start = copy("start");
+    const edited = copy("edited");
+    appendFileSync(path.join(edited, "src", "main.ts"), UNRELATED_EDIT);
+    const solved = copy("solution");
+    applySolution(exercise, solved);
+    return [start, edited, solved].map((dir) => ({ exercise, dir }));
+  });
+  const results = new Map<string, CheckResult>();
+  const started = performance.now();
+  try {
+    let next = 0;
+    const worker = async () => {
+      while (next < jobs.length) {
+        const job = jobs[next++]!;
+        results.set(job.dir, await runChecks(root, job.exercise, job.dir));
       }
-    } finally {
-      rmSync(temp, { recursive: true, force: true });
+    };
+    await Promise.all(Array.from({ length: Math.max(1, os.cpus().length) }, worker));
+  } finally {
+    rmSync(temp, { recursive: true, force: true });
+  }
+  const problems: string[] = [];
+  for (const exercise of exercises) {
+    const [start, unrelated, solution] = ["start", "edited", "solution"].map(
+      (name) => results.get(path.join(temp, exercise.id, name))!,
+    ) as [CheckResult, CheckResult, CheckResult];
+    const failed = solution.checks.filter((c) => !c.passed);
+    const verdicts = [
+      passes(start) ? "the untouched start passes its check" : null,
+      passes(unrelated) ? "the start with an unrelated edit passes its check" : null,
+      passes(solution)
+        ? null
+        : `the reference solution fails: ${solution.error ?? failed.map((c) => `${c.name}: ${c.failure}`).join("; ")}`,
+    ].filter((verdict): verdict is string => verdict !== null);
+    io.write(
+      `${verdicts.length ? "✗" : "✓"} ${exercise.id} ${exercise.title} (${solution.checks.length} checks)\n`,
+    );
+    for (const verdict of verdicts) {
+      io.write(`    ${verdict}\n`);
+      problems.push(`${exercise.id}: ${verdict}`);
     }
   }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
   io.write(
     problems.length
-      ? `verify-all: ${problems.length} problem(s)\n`
-      : "verify-all: every check is honest\n",
+      ? `verify-all: ${problems.length} problem(s) (${seconds} s)\n`
+      : `verify-all: every check is honest (${exercises.length} exercises, ${seconds} s)\n`,
   );
   return problems.length ? 1 : 0;
 }
@@ -392,6 +434,15 @@ export function verifyAll(root: string, io: Io): number {
 /** `course check`'s part: every exercise names a chapter and its solution still applies. */
 export function checkExercises(root: string): string[] {
   const problems: string[] = [];
+  const base = path.join(root, "exercises");
+  for (const name of existsSync(base) ? readdirSync(base) : []) {
+    if (name === "work" || !statSync(path.join(base, name)).isDirectory()) continue;
+    if (!/^s\d\d\.\d+-[a-z0-9-]+$/.test(name)) {
+      problems.push(`exercise: exercises/${name} is not named <id>-<slug> (s02.1-grep)`);
+    } else if (!readMeta(path.join(base, name))) {
+      problems.push(`exercise: exercises/${name}/exercise.json is missing or has no "title"`);
+    }
+  }
   for (const exercise of listExercises(root)) {
     const rel = path.relative(root, exercise.dir);
     for (const file of ["README.md", "README.ja.md", "check.ts", "solution.diff"]) {

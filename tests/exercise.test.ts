@@ -124,9 +124,15 @@ describe("pnpm course exercise", () => {
         .replace("// The mechanism: the four", "// A line the chapter does not have"),
     );
     fs.rmSync(path.join(exercise, "README.ja.md"));
+    fs.mkdirSync(path.join(root, "exercises", "grep"));
+    fs.mkdirSync(path.join(root, "exercises", "s02.9-half-written"));
     const problems = checkExercises(root);
-    expect(problems[0]).toBe("exercise: exercises/s02.1-grep/README.ja.md is missing");
-    expect(problems[1]).toMatch(
+    expect(problems.slice(0, 2).sort()).toEqual([
+      "exercise: exercises/grep is not named <id>-<slug> (s02.1-grep)",
+      'exercise: exercises/s02.9-half-written/exercise.json is missing or has no "title"',
+    ]);
+    expect(problems[2]).toBe("exercise: exercises/s02.1-grep/README.ja.md is missing");
+    expect(problems[3]).toMatch(
       /^exercise: s02\.1-grep\/solution\.diff does not apply to s02: .*patch failed.* — update the solution to the chapter's code$/s,
     );
   });
