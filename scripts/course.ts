@@ -22,6 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { readRequests } from "shared";
+import { inLanguage, LANGS, LANGUAGE, type Lang, langOf } from "./languages.ts";
 import { checkReadmes, checkTranscripts } from "./readme-check.ts";
 
 // ---------------------------------------------------------------------------
@@ -867,24 +868,27 @@ function checkExcerpts(chapter: Chapter, readme: string): string[] {
 }
 
 /** The words each README's navigation line puts before its previous and next links. */
-const NAV_LABELS: Record<string, { previous: string; next: string }> = {
-  "README.md": { previous: "previous:", next: "next:" },
-  "README.ja.md": { previous: "前へ:", next: "次へ:" },
+const NAV_LABELS: Record<Lang, { previous: string; next: string }> = {
+  en: { previous: "previous:", next: "next:" },
+  ja: { previous: "前へ:", next: "次へ:" },
+  zh: { previous: "上一章:", next: "下一章:" },
 };
 
 /**
- * A README's links: its navigation line (the first lines, above the title's text) links
- * the previous and the next chapter's README in the same language, and every relative
- * link anywhere in it names a file that exists.
+ * A chapter README's links: its navigation line (the first lines, above the title's text)
+ * links the same README in the other languages and the previous and the next chapter's
+ * README in its own language; every relative link in it names a file that exists, and
+ * stays in its language (see `pageLinks`).
  */
-function checkLinks(chapter: Chapter, readme: string, prev?: Chapter, next?: Chapter): string[] {
+function checkLinks(root: string, chapter: Chapter, lang: Lang, prev?: Chapter, next?: Chapter) {
+  const readme = LANGUAGE[lang].readme;
   const text = readMaybe(path.join(chapter.dir, readme));
-  const labels = NAV_LABELS[readme];
-  if (text === null || labels === undefined) return [];
+  const labels = NAV_LABELS[lang];
+  if (text === null) return [];
   const where = `chapters/${chapter.folder}/${readme}`;
   const body = text.toString("utf8");
   const nav = body.split("\n").slice(0, 5).join("\n");
-  const problems: string[] = [];
+  const problems: string[] = [...languageLine(where, nav, LANGS)];
   for (const [label, other] of [
     [labels.previous, prev],
     [labels.next, next],
@@ -898,6 +902,36 @@ function checkLinks(chapter: Chapter, readme: string, prev?: Chapter, next?: Cha
       );
     }
   }
+  problems.push(...pageLinks(root, where, body));
+  return problems;
+}
+
+/**
+ * A page's language line (its first lines) links the page in the other `langs`:
+ * `[English](README.md) · [中文](README.zh.md)` in a Japanese README.
+ */
+function languageLine(where: string, nav: string, langs: readonly Lang[]): string[] {
+  const page = path.posix.basename(where);
+  const own = langOf(page);
+  const missing = langs
+    .filter((lang) => lang !== own)
+    .map((lang) => `[${LANGUAGE[lang].name}](${inLanguage(page, lang)})`)
+    .filter((link) => !nav.includes(link));
+  return missing.length === 0
+    ? []
+    : [`link: ${where} has no language line: its first lines must link ${missing.join(" · ")}`];
+}
+
+/**
+ * Every relative link of a Markdown page (`where`, relative to the root) names a file that
+ * exists, and a link to a page in another language is a problem when the page exists in
+ * the linking page's own language (a Chinese README links README.zh.md, not README.md). The
+ * page's own versions in the other languages are its language line, not a slip.
+ */
+export function pageLinks(root: string, where: string, body: string): string[] {
+  const problems: string[] = [];
+  const own = langOf(where);
+  const dir = path.join(root, path.dirname(where));
   // Links in code (fenced blocks, inline spans) are examples, not links; blank them out
   // so line numbers stay right.
   const prose = body.replace(/^```[\s\S]*?^```/gm, (code) => code.replace(/[^\n]/g, " "));
@@ -905,12 +939,46 @@ function checkLinks(chapter: Chapter, readme: string, prev?: Chapter, next?: Cha
   for (const match of plain.matchAll(/\]\(([^)\s]+)\)/g)) {
     const target = (match[1] ?? "").replace(/#.*$/, "");
     if (target === "" || /^[a-z]+:/i.test(target)) continue;
-    if (!fs.existsSync(path.resolve(chapter.dir, target))) {
-      const line = body.slice(0, match.index).split("\n").length;
+    const line = body.slice(0, match.index).split("\n").length;
+    const file = path.resolve(dir, target);
+    if (!fs.existsSync(file)) {
       problems.push(`link: ${where}:${line} links ${target}, which does not exist`);
+      continue;
+    }
+    if (!target.endsWith(".md") || langOf(target) === own) continue;
+    const rel = path.relative(root, file).split(path.sep).join("/");
+    const mine = inLanguage(rel, own);
+    if (mine !== where && fs.existsSync(path.join(root, mine))) {
+      const wanted = inLanguage(target, own);
+      problems.push(
+        `link: ${where}:${line} links ${target}, a page in ${LANGUAGE[langOf(target)].name}; link ${wanted}, the page in ${LANGUAGE[own].name}`,
+      );
     }
   }
   return problems;
+}
+
+/**
+ * The Markdown pages outside the chapters: the top READMEs, docs/ and the exercises'
+ * statements, relative to the root.
+ */
+function coursePages(root: string): string[] {
+  const list = (dir: string, name: RegExp) =>
+    fs.existsSync(path.join(root, dir))
+      ? fs
+          .readdirSync(path.join(root, dir))
+          .filter((file) => name.test(file))
+          .sort()
+          .map((file) => (dir ? `${dir}/${file}` : file))
+      : [];
+  const exercises = fs.existsSync(path.join(root, "exercises"))
+    ? fs
+        .readdirSync(path.join(root, "exercises"))
+        .filter((name) => /^s\d\d\.\d+-/.test(name))
+        .sort()
+        .flatMap((name) => list(`exercises/${name}`, /^README(\.\w\w)?\.md$/))
+    : [];
+  return [...list("", /^README(\.\w\w)?\.md$/), ...list("docs", /\.md$/), ...exercises];
 }
 
 /** The index where `piece` starts as consecutive lines of `lines` at or after `from`, or -1. */
@@ -948,7 +1016,7 @@ export function checkCourse(root: string): string[] {
   for (const chapter of chapters) {
     const at = (rel: string) => `chapters/${chapter.folder}/${rel}`;
     problems.push(...checkPackage(chapter));
-    for (const readme of ["README.md", "README.ja.md"]) {
+    for (const readme of LANGS.map((lang) => LANGUAGE[lang].readme)) {
       const text = readMaybe(path.join(chapter.dir, readme));
       if (text === null) problems.push(`${at(readme)}: missing`);
       else if (text.toString("utf8").trim() === "") problems.push(`${at(readme)}: empty`);
@@ -958,10 +1026,18 @@ export function checkCourse(root: string): string[] {
     }
     problems.push(...checkPast(chapter, chapters));
     const i = chapters.indexOf(chapter);
-    for (const readme of ["README.md", "README.ja.md"]) {
-      problems.push(...checkExcerpts(chapter, readme));
-      problems.push(...checkLinks(chapter, readme, chapters[i - 1], chapters[i + 1]));
+    for (const lang of LANGS) {
+      problems.push(...checkExcerpts(chapter, LANGUAGE[lang].readme));
+      problems.push(...checkLinks(root, chapter, lang, chapters[i - 1], chapters[i + 1]));
     }
+  }
+  for (const rel of coursePages(root)) {
+    const body = readMaybe(path.join(root, rel))?.toString("utf8") ?? "";
+    const nav = body.split("\n").slice(0, 5).join("\n");
+    // The glossaries are one per language, not translations of one another.
+    const versions = LANGS.filter((lang) => fs.existsSync(path.join(root, inLanguage(rel, lang))));
+    if (!rel.startsWith("docs/glossary.")) problems.push(...languageLine(rel, nav, versions));
+    problems.push(...pageLinks(root, rel, body));
   }
   const { edits, problems: tableProblems } = readEdits(root);
   problems.push(...tableProblems);

@@ -3,8 +3,8 @@
  *
  *   exercises/<id>-<slug>/           one exercise (id: s02.1 = chapter s02, first exercise)
  *     exercise.json                  {"title": …, "hints": {"<check name>": "<hint>"}}
- *     README.md, README.ja.md        the statement: the goal, what to change, what the check
- *                                    runs, hints
+ *     README.md, README.ja.md,       the statement: the goal, what to change, what the check
+ *     README.zh.md                   runs, hints
  *     check.ts                       vitest checks that drive the copy through its `main`
  *     solution.diff                  the reference solution, a patch against the chapter
  *
@@ -34,6 +34,7 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { CourseError, compareChapters, formatFileChange, type Io, listChapters } from "./course.ts";
+import { LANGS, LANGUAGE } from "./languages.ts";
 
 export interface Exercise {
   id: string;
@@ -155,8 +156,15 @@ export function startExercise(root: string, id: string, dir: string | undefined,
     );
   }
   copyChapter(root, exercise, dest);
-  cpSync(path.join(exercise.dir, "README.md"), path.join(dest, "EXERCISE.md"));
-  cpSync(path.join(exercise.dir, "README.ja.md"), path.join(dest, "EXERCISE.ja.md"));
+  for (const lang of LANGS) {
+    const statement = LANGUAGE[lang].readme;
+    // A statement not yet translated is course check's to report, not a reason to stop here.
+    if (!existsSync(path.join(exercise.dir, statement))) continue;
+    cpSync(
+      path.join(exercise.dir, statement),
+      path.join(dest, statement.replace("README", "EXERCISE")),
+    );
+  }
   io.write(
     [
       `${exercise.id}: ${exercise.title}`,
@@ -351,7 +359,7 @@ export function diffExercise(
   const chapter = listChapters(root).find((c) => c.id === exercise.chapter)!;
   // The statement beside the code is the course's, not a change of yours.
   const mine = compareChapters(chapter, { ...chapter, dir }).filter(
-    (change) => !/^EXERCISE(\.ja)?\.md$/.test(change.path),
+    (change) => !/^EXERCISE(\.\w\w)?\.md$/.test(change.path),
   );
   io.write(`Your change to ${exercise.chapter} (${dir}):\n`);
   const text = mine.map((change) => formatFileChange(change, chapter.folder, "yours", io.color));
@@ -445,7 +453,7 @@ export function checkExercises(root: string): string[] {
   }
   for (const exercise of listExercises(root)) {
     const rel = path.relative(root, exercise.dir);
-    for (const file of ["README.md", "README.ja.md", "check.ts", "solution.diff"]) {
+    for (const file of [...LANGS.map((l) => LANGUAGE[l].readme), "check.ts", "solution.diff"]) {
       if (!existsSync(path.join(exercise.dir, file)))
         problems.push(`exercise: ${rel}/${file} is missing`);
     }

@@ -1617,12 +1617,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["site.test.ts", "demo.test.ts"],
   },
   {
-    id: "site-ja-readme-link",
+    id: "site-readme-language-link",
     file: "scripts/site.ts",
     search:
-      '    if (inner === "README.ja.md") return `$' + "{chapter.id}.html$" + '{anchor("ja")}`;',
+      "    if (readme.test(inner)) return `$" + "{chapter.id}.html$" + "{anchor(langOf(inner))}`;",
     replace: "",
-    description: "a link to a chapter's README.ja.md no longer opens its page in Japanese",
+    description:
+      "a link to a chapter's README.ja.md or README.zh.md no longer opens its page in that language",
     tests: ["site.test.ts", "demo.test.ts"],
   },
   {
@@ -1748,7 +1749,23 @@ export const MUTATIONS: Mutation[] = [
     file: "scripts/readme-check.ts",
     search: "        if (text.includes(variant)) {",
     replace: "        if (false) {",
-    description: "a Japanese page may use a variant the glossary rules out",
+    description: "a Japanese or Chinese page may use a variant its glossary rules out",
+    tests: ["course.test.ts"],
+  },
+  {
+    id: "course-check-cross-language-link",
+    file: "scripts/course.ts",
+    search: "    if (mine !== where && fs.existsSync(path.join(root, mine))) {",
+    replace: "    if (false) {",
+    description: "a Chinese README may link another chapter's English or Japanese README",
+    tests: ["course.test.ts"],
+  },
+  {
+    id: "course-check-language-line-ignored",
+    file: "scripts/course.ts",
+    search: "    .filter((link) => !nav.includes(link));",
+    replace: "    .filter(() => false);",
+    description: "a README whose first lines do not link its other languages passes",
     tests: ["course.test.ts"],
   },
   {

@@ -7,13 +7,14 @@
  *                for real" dated
  *   exercises    that last section lists the chapter's exercises, each linking its statement
  *   length       a chapter README at most 400 lines (LONG_CHAPTERS 500), the top README at
- *                most 150; a Japanese page no longer than its English one
+ *                most 150; a Japanese or Chinese page no longer than its English one
  *   labels       every TypeScript block names the file it quotes (the excerpt rule in
  *                course.ts checks that it is verbatim)
  *   changed      "What changed" names only files that `course diff` shows added or changed
  *   citations    no spec section (§0.4), spec test ID (R1–R17) or commit hash: nothing a
  *                reader of the repository cannot look up
- *   glossary     no Japanese page uses a variant docs/glossary.ja.md rules out
+ *   glossary     no Japanese (Chinese) page uses a variant docs/glossary.ja.md
+ *                (docs/glossary.zh.md) rules out
  *   stats        a `course stats` table in a README or docs page is the table it prints
  *   transcripts  "Run it"'s transcript is what the demo prints (async: runs every demo)
  */
@@ -28,6 +29,7 @@ import {
   listChapters,
 } from "./course.ts";
 import { type Exercise, listExercises } from "./exercise.ts";
+import { LANGUAGE, type Lang, langOf } from "./languages.ts";
 
 /** The sections of a chapter README, in order; `changed` stands for "What changed". */
 const SECTIONS = {
@@ -55,6 +57,18 @@ const SECTIONS = {
     "エッジケース",
     "次の章",
   ],
+  "README.zh.md": [
+    "要解决的问题",
+    "思路",
+    "运行一下",
+    "工作原理",
+    "changed",
+    "真实的 Claude Code",
+    "动手试试",
+    "测试固定的行为",
+    "边界情况",
+    "下一章",
+  ],
 } as const;
 
 export type ReadmeName = keyof typeof SECTIONS;
@@ -65,6 +79,7 @@ function changedHeading(readme: ReadmeName, prev: Chapter | undefined): string {
   if (readme === "README.md") {
     return prev ? `What changed from ${prev.id}` : "What changed: everything is new";
   }
+  if (readme === "README.zh.md") return prev ? `相对 ${prev.id} 的变化` : "变化：全部是新的";
   return prev ? `${prev.id} からの変更点` : "変更点：すべて新規";
 }
 
@@ -72,6 +87,7 @@ function changedHeading(readme: ReadmeName, prev: Chapter | undefined): string {
 export const EXERCISES_HEADING: Record<ReadmeName, string> = {
   "README.md": "Exercises",
   "README.ja.md": "演習",
+  "README.zh.md": "练习",
 };
 
 /** The headings a chapter README must have, in order. */
@@ -99,7 +115,7 @@ export function checkExerciseList(
   const section = md.sections.find((s) => s.heading === EXERCISES_HEADING[readme]);
   if (!section) return [];
   const bullets = section.lines.filter((l) => !l.code && l.text.startsWith("- "));
-  const statement = readme === "README.md" ? "README.md" : "README.ja.md";
+  const statement = readme;
   const wanted = exercises.map(
     (exercise) => `../../exercises/${path.basename(exercise.dir)}/${statement}`,
   );
@@ -123,6 +139,7 @@ const DATED: Record<ReadmeName, RegExp> = {
   "README.md":
     /\bas of (?:(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}|\d{4}-\d{2}(?:-\d{2})?)\b/i,
   "README.ja.md": /\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*日)?\s*時点/,
+  "README.zh.md": /截至\s*\d{4}\s*年\s*\d{1,2}\s*月/,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -253,8 +270,11 @@ export function checkShape(
   }
   const real = section(5);
   if (real && !DATED[readme].test(real.lines.map((l) => l.text).join("\n"))) {
-    const example =
-      readme === "README.md" ? '"As of December 2026, …"' : "「2026 年 12 月時点の…」";
+    const example = {
+      "README.md": '"As of December 2026, …"',
+      "README.ja.md": "「2026 年 12 月時点の…」",
+      "README.zh.md": "“截至 2026 年 12 月，…”",
+    }[readme];
     problems.push(
       `shape: ${where}:${real.line} "${real.heading}" says when the docs were read (${example})`,
     );
@@ -331,37 +351,62 @@ export interface GlossaryEntry {
   avoid: string[];
 }
 
-/** docs/glossary.ja.md's table: the word to use and the variants to avoid, per row. */
+/** A language's glossary (docs/glossary.ja.md, docs/glossary.zh.md): its rows and its quotes. */
+export interface Glossary {
+  file: string;
+  entries: GlossaryEntry[];
+  quote: [string, string];
+}
+
+const QUOTES: Record<Lang, [string, string]> = { en: ['"', '"'], ja: ["「", "」"], zh: ["“", "”"] };
+
+/** A glossary's table: the word to use and the variants to avoid, per row. */
 export function readGlossary(text: string): GlossaryEntry[] {
   const entries: GlossaryEntry[] = [];
-  for (const row of text.split("\n")) {
+  const rows = text.split("\n");
+  rows.forEach((row, i) => {
     const cells = row.split("|").map((c) => c.trim());
     // | English | use | avoid | note |  →  ["", English, use, avoid, note, ""]
-    if (cells.length < 5 || /^-+$/.test(cells[1] ?? "") || cells[2] === "使う言葉") continue;
+    if (cells.length < 5 || /^-+$/.test(cells[1] ?? "")) return;
+    // The header row is the one above the |---| row.
+    if (/^\|(?:\s*:?-+:?\s*\|)+\s*$/.test(rows[i + 1] ?? "")) return;
     const avoid = (cells[3] ?? "")
-      .split("、")
+      .split(/[、，,]/)
       .map((v) => v.trim())
       .filter(Boolean);
     if (avoid.length > 0) entries.push({ use: cells[2] ?? "", avoid });
-  }
+  });
   return entries;
 }
 
-export function checkGlossary(md: Markdown, where: string, glossary: GlossaryEntry[]): string[] {
+export function checkGlossary(md: Markdown, where: string, glossary: Glossary): string[] {
   const problems: string[] = [];
+  const [open, close] = glossary.quote;
   for (const line of md.lines) {
     const text = prose(line);
-    for (const entry of glossary) {
+    for (const entry of glossary.entries) {
       for (const variant of entry.avoid) {
         if (text.includes(variant)) {
           problems.push(
-            `glossary: ${where}:${line.n} says 「${variant}」; docs/glossary.ja.md says 「${entry.use}」`,
+            `glossary: ${where}:${line.n} says ${open}${variant}${close}; ${glossary.file} says ${open}${entry.use}${close}`,
           );
         }
       }
     }
   }
   return problems;
+}
+
+/** The glossary of each language that has one. */
+function readGlossaries(root: string): Partial<Record<Lang, Glossary>> {
+  const glossaries: Partial<Record<Lang, Glossary>> = {};
+  for (const lang of ["ja", "zh"] as const) {
+    const file = `docs/glossary${LANGUAGE[lang].suffix}`;
+    const text = read(path.join(root, file));
+    if (text !== null)
+      glossaries[lang] = { file, entries: readGlossary(text), quote: QUOTES[lang] };
+  }
+  return glossaries;
 }
 
 /** Where a `course stats` table is printed in a page: its lines, from its header row on. */
@@ -411,17 +456,14 @@ function otherPages(root: string): string[] {
         .sort()
         .map((name) => `docs/${name}`)
     : [];
-  return ["README.md", "README.ja.md", ...inDocs].filter((rel) =>
-    fs.existsSync(path.join(root, rel)),
-  );
+  return [...README_NAMES, ...inDocs].filter((rel) => fs.existsSync(path.join(root, rel)));
 }
 
 /** Every README rule but the transcripts: one line per problem. */
 export function checkReadmes(root: string): string[] {
   const problems: string[] = [];
   const chapters = listChapters(root);
-  const glossaryText = read(path.join(root, "docs", "glossary.ja.md"));
-  const glossary = glossaryText === null ? [] : readGlossary(glossaryText);
+  const glossaries = readGlossaries(root);
   const table = formatStatsTable(computeStats(root));
   const exercises = listExercises(root);
   chapters.forEach((chapter, i) => {
@@ -438,7 +480,8 @@ export function checkReadmes(root: string): string[] {
       problems.push(...checkExerciseList(md, readme, where, own));
       problems.push(...checkChanged(md, readme, where, prev, chapter));
       problems.push(...checkCitations(md, where));
-      if (readme === "README.ja.md") problems.push(...checkGlossary(md, where, glossary));
+      const glossary = glossaries[langOf(readme)];
+      if (glossary) problems.push(...checkGlossary(md, where, glossary));
     }
     const limit = LONG_CHAPTERS[chapter.id] ?? CHAPTER_LIMIT;
     problems.push(...lengthProblems(`chapters/${chapter.folder}/`, lengths, limit));
@@ -447,12 +490,11 @@ export function checkReadmes(root: string): string[] {
   for (const rel of otherPages(root)) {
     const text = read(path.join(root, rel)) ?? "";
     const md = readMarkdown(text);
-    if (rel === "README.md" || rel === "README.ja.md") lengths[rel] = lineCount(text);
+    if ((README_NAMES as string[]).includes(rel)) lengths[rel as ReadmeName] = lineCount(text);
     problems.push(...checkCitations(md, rel));
     problems.push(...checkStats(md, rel, table));
-    if (rel.endsWith(".ja.md") && rel !== "docs/glossary.ja.md") {
-      problems.push(...checkGlossary(md, rel, glossary));
-    }
+    const glossary = glossaries[langOf(rel)];
+    if (glossary && rel !== glossary.file) problems.push(...checkGlossary(md, rel, glossary));
   }
   problems.push(...lengthProblems("", lengths, TOP_LIMIT));
   return problems;
@@ -465,14 +507,16 @@ function lengthProblems(
 ): string[] {
   const problems: string[] = [];
   const en = lengths["README.md"];
-  const ja = lengths["README.ja.md"];
   if (en !== undefined && en > limit) {
     problems.push(`length: ${dir}README.md has ${en} lines; at most ${limit}`);
   }
-  if (en !== undefined && ja !== undefined && ja > en) {
-    problems.push(
-      `length: ${dir}README.ja.md has ${ja} lines, more than README.md's ${en}; no longer than the English page`,
-    );
+  for (const readme of ["README.ja.md", "README.zh.md"] as const) {
+    const other = lengths[readme];
+    if (en !== undefined && other !== undefined && other > en) {
+      problems.push(
+        `length: ${dir}${readme} has ${other} lines, more than README.md's ${en}; no longer than the English page`,
+      );
+    }
   }
   return problems;
 }

@@ -2,8 +2,8 @@
  * `pnpm course site`: the course as a static site, generated from the repository itself so it
  * cannot drift from the code. An index with the chapter timeline; a page per chapter with
  * its diagram, how to run it, its src/ files, a step-through of its real demo, the
- * side-by-side diff against the previous chapter and its README in English and Japanese;
- * a page per chapter pair. Pages read without JavaScript; site.js only adds the language
+ * side-by-side diff against the previous chapter and its README in English, Japanese and
+ * Chinese; a page per chapter pair and per exercise. Pages read without JavaScript; site.js only adds the language
  * switch and the diff toggles.
  */
 import fs, { createReadStream, existsSync, readdirSync } from "node:fs";
@@ -24,6 +24,7 @@ import {
   splitLines,
 } from "./course.ts";
 import { type Exercise, listExercises } from "./exercise.ts";
+import { LANGS, LANGUAGE, type Lang, langOf } from "./languages.ts";
 import {
   type DemoTrace,
   emptySeen,
@@ -134,7 +135,10 @@ function readReadme(file: string): Readme {
   try {
     text = fs.readFileSync(file, "utf8");
   } catch {
-    throw new CourseError(`cannot read ${file}: every chapter needs README.md and README.ja.md`, 1);
+    throw new CourseError(
+      `cannot read ${file}: every chapter needs ${LANGS.map((l) => LANGUAGE[l].readme).join(", ")}`,
+      1,
+    );
   }
   const lines = text.split("\n");
   const h1 = lines.findIndex((l) => l.startsWith("# "));
@@ -183,7 +187,7 @@ export interface LinkContext {
   root: string;
   /** The Markdown file's folder, relative to the root ("" or "chapters/s05-todo"). */
   dir: string;
-  lang: "en" | "ja";
+  lang: Lang;
   chapters: readonly Chapter[];
   /** Images to copy: source path → name under img/. */
   images: Map<string, string>;
@@ -195,18 +199,19 @@ function siteHref(href: string, ctx: LinkContext): string | null {
   const [target = "", hash = ""] = href.split("#");
   if (target === "") return `#${ctx.lang}-${hash}`;
   const rel = path.posix.normalize(path.posix.join(ctx.dir, decodeURI(target))).replace(/\/$/, "");
-  const anchor = (lang: string) => (hash ? `#${lang}-${hash}` : lang === "ja" ? "#ja" : "");
-  if (rel === "README.md") return `index.html${anchor("en")}`;
-  if (rel === "README.ja.md") return `index.html${anchor("ja")}`;
+  // A page opens in the language of the README it stands for: #ja, #zh-<heading>.
+  const anchor = (lang: Lang) => (hash ? `#${lang}-${hash}` : lang === "en" ? "" : `#${lang}`);
+  const readme = /^README(\.\w\w)?\.md$/;
+  if (readme.test(rel)) return `index.html${anchor(langOf(rel))}`;
   // An exercise's statement is a page of its own.
-  const exercise = /^exercises\/(s\d\d\.\d+)-[a-z0-9-]+\/README(\.ja)?\.md$/.exec(rel);
-  if (exercise) return `${exercise[1]}.html${anchor(exercise[2] ? "ja" : "en")}`;
+  const exercise = /^exercises\/(s\d\d\.\d+)-[a-z0-9-]+\/(README(?:\.\w\w)?\.md)$/.exec(rel);
+  if (exercise) return `${exercise[1]}.html${anchor(langOf(exercise[2] ?? ""))}`;
   const m = /^chapters\/(s\d\d-[^/]+)(?:\/(.*))?$/.exec(rel);
   const chapter = m ? ctx.chapters.find((c) => c.folder === m[1]) : undefined;
   if (m && chapter) {
     const inner = m[2] ?? "";
-    if (inner === "" || inner === "README.md") return `${chapter.id}.html${anchor("en")}`;
-    if (inner === "README.ja.md") return `${chapter.id}.html${anchor("ja")}`;
+    if (inner === "") return `${chapter.id}.html`;
+    if (readme.test(inner)) return `${chapter.id}.html${anchor(langOf(inner))}`;
     if (existsSync(path.join(chapter.dir, inner)) && !inner.endsWith("/")) {
       return `${chapter.id}.html#${fileAnchor(inner)}`;
     }
@@ -257,9 +262,14 @@ export function markdown(text: string, ctx: LinkContext): string {
 // ---------------------------------------------------------------------------
 // Page pieces
 
-/** Both languages in the page; CSS shows one once site.js has run, both without it. */
-const t = (en: string, ja: string) =>
-  `<span class="en">${en}</span><span class="ja" lang="ja">${ja}</span>`;
+/** Every language in the page; CSS shows one once site.js has run, all without it. */
+const t = (en: string, ja: string, zh: string) =>
+  LANGS.map((lang) => {
+    const text = { en, ja, zh }[lang];
+    return lang === "en"
+      ? `<span class="en">${text}</span>`
+      : `<span class="${lang}" lang="${LANGUAGE[lang].html}">${text}</span>`;
+  }).join("");
 
 function page(title: string, body: string, nav: string): string {
   return `<!doctype html>
@@ -273,7 +283,7 @@ function page(title: string, body: string, nav: string): string {
 <script src="site.js"></script>
 </head>
 <body>
-<header class="top"><nav>${nav}</nav><div class="lang-switch" role="group" aria-label="Language"><button type="button" data-lang="en">English</button><button type="button" data-lang="ja">日本語</button></div></header>
+<header class="top"><nav>${nav}</nav><div class="lang-switch" role="group" aria-label="Language">${LANGS.map((lang) => `<button type="button" data-lang="${lang}" lang="${LANGUAGE[lang].html}">${LANGUAGE[lang].name}</button>`).join("")}</div></header>
 <main>
 ${body}
 </main>
@@ -371,12 +381,13 @@ function renderDiff(
   chapter: Chapter,
   changes: readonly FileChange[],
 ): string {
-  if (changes.length === 0) return `<p>${t("No file differs.", "違うファイルはありません。")}</p>`;
+  if (changes.length === 0)
+    return `<p>${t("No file differs.", "違うファイルはありません。", "没有不同的文件。")}</p>`;
   const label = prev?.id ?? "nothing";
   const files = changes.map((change) => {
     const head = `<span class="path">${esc(change.path)}</span> <span class="status ${change.status}">${change.status === "added" ? "new" : change.status}</span> <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span>`;
     const body = change.binary
-      ? `<p>${t("Binary file.", "バイナリファイルです。")}</p>`
+      ? `<p>${t("Binary file.", "バイナリファイルです。", "二进制文件。")}</p>`
       : change.status === "changed"
         ? `<div class="diff-scroll"><table class="diff"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><thead><tr><th colspan="2">${esc(label)}</th><th colspan="2">${esc(chapter.id)}</th></tr></thead><tbody>${diffRows(
             change,
@@ -386,7 +397,7 @@ function renderDiff(
         : wholeFile(change, change.status === "added" ? chapter : prev);
     return `<details class="file" id="${diffAnchor(change.path)}" open><summary>${head}</summary>${body}</details>`;
   });
-  return `<div class="diff-tools" hidden><button type="button" data-diff="collapse">${t("Collapse all", "すべて閉じる")}</button><button type="button" data-diff="expand">${t("Expand all", "すべて開く")}</button><button type="button" data-diff="wrap">${t("Wrap lines", "折り返す")}</button></div>\n${files.join("\n")}`;
+  return `<div class="diff-tools" hidden><button type="button" data-diff="collapse">${t("Collapse all", "すべて閉じる", "全部折叠")}</button><button type="button" data-diff="expand">${t("Expand all", "すべて開く", "全部展开")}</button><button type="button" data-diff="wrap">${t("Wrap lines", "折り返す", "自动换行")}</button></div>\n${files.join("\n")}`;
 }
 
 // ---------------------------------------------------------------------------
@@ -394,30 +405,40 @@ function renderDiff(
 
 interface ChapterInfo {
   chapter: Chapter;
-  en: Readme;
-  ja: Readme;
+  /** The chapter's README in each language. */
+  readmes: Record<Lang, Readme>;
   stats: ChapterStats;
 }
 
-function section(id: string, en: string, ja: string, body: string): string {
-  return `<section id="${id}"><h2>${t(esc(en), esc(ja))}</h2>\n${body}\n</section>`;
+/** The title in each language, one shown at a time: "Tool Use", "ツールの利用 (Tool Use)", … */
+function titles(info: ChapterInfo): string {
+  return t(esc(info.readmes.en.title), esc(info.readmes.ja.title), esc(info.readmes.zh.title));
 }
 
-function bilingual(en: string, ja: string): string {
-  return `<div class="en">${en}</div><div class="ja" lang="ja">${ja}</div>`;
+function section(id: string, heading: [string, string, string], body: string): string {
+  return `<section id="${id}"><h2>${t(...(heading.map(esc) as [string, string, string]))}</h2>\n${body}\n</section>`;
+}
+
+/** A block of HTML per language, made by `html`. */
+function multilingual(html: (lang: Lang) => string): string {
+  return LANGS.map((lang) =>
+    lang === "en"
+      ? `<div class="en">${html(lang)}</div>`
+      : `<div class="${lang}" lang="${LANGUAGE[lang].html}">${html(lang)}</div>`,
+  ).join("");
 }
 
 function chapterNav(infos: readonly ChapterInfo[], at: number): string {
   const prev = infos[at - 1];
   const next = infos[at + 1];
-  const links = [`<a href="index.html">${t("Course", "コース")}</a>`];
+  const links = [`<a href="index.html">${COURSE}</a>`];
   if (prev)
     links.push(
-      `<a href="${prev.chapter.id}.html" rel="prev">← ${prev.chapter.id} ${esc(prev.en.title)}</a>`,
+      `<a href="${prev.chapter.id}.html" rel="prev">← ${prev.chapter.id} ${titles(prev)}</a>`,
     );
   if (next)
     links.push(
-      `<a href="${next.chapter.id}.html" rel="next">${next.chapter.id} ${esc(next.en.title)} →</a>`,
+      `<a href="${next.chapter.id}.html" rel="next">${next.chapter.id} ${titles(next)} →</a>`,
     );
   return links.join(" ");
 }
@@ -442,10 +463,12 @@ interface Build {
   root: string;
   infos: ChapterInfo[];
   /** The link context for a Markdown file in `dir` (relative to the root), in `lang`. */
-  ctx: (dir: string, lang: "en" | "ja") => LinkContext;
+  ctx: (dir: string, lang: Lang) => LinkContext;
 }
 
-const IDEA = { en: "The idea", ja: "考え方" };
+const COURSE = t("Course", "コース", "课程");
+const IDEA: Record<Lang, string> = { en: "The idea", ja: "考え方", zh: "思路" };
+const RUN_IT: Record<Lang, string> = { en: "Run it", ja: "動かしてみる", zh: "运行一下" };
 
 /** A README section's body by its heading ("" when the README has no such section). */
 function sectionBody(readme: Readme, heading: string): string {
@@ -455,39 +478,40 @@ function sectionBody(readme: Readme, heading: string): string {
 /** The first paragraph of "The idea": what a chapter adds, in one paragraph per language. */
 function ideaOf(build: Build, info: ChapterInfo): string {
   const dir = `chapters/${info.chapter.folder}`;
-  return bilingual(
-    markdown(firstParagraph(sectionBody(info.en, IDEA.en)), build.ctx(dir, "en")),
-    markdown(firstParagraph(sectionBody(info.ja, IDEA.ja)), build.ctx(dir, "ja")),
+  return multilingual((lang) =>
+    markdown(firstParagraph(sectionBody(info.readmes[lang], IDEA[lang])), build.ctx(dir, lang)),
   );
 }
 
 function pairLink(before: Chapter, after: Chapter): string {
-  return `<a href="${before.id}-${after.id}.html">${t("diff", "差分")} ${before.id} → ${after.id}</a>`;
+  return `<a href="${before.id}-${after.id}.html">${t("diff", "差分", "差异")} ${before.id} → ${after.id}</a>`;
 }
 
 function indexPage(build: Build): string {
-  const topEn = readReadme(path.join(build.root, "README.md"));
-  const topJa = readReadme(path.join(build.root, "README.ja.md"));
+  const top = Object.fromEntries(
+    LANGS.map((lang) => [lang, readReadme(path.join(build.root, LANGUAGE[lang].readme))]),
+  ) as Record<Lang, Readme>;
   const timeline = build.infos.map((info, i) => {
-    const { chapter, en } = info;
+    const { chapter } = info;
     const before = build.infos[i - 1]?.chapter;
     const pair = before ? ` · ${pairLink(before, chapter)}` : "";
     return (
       `<li class="chapter" id="t-${chapter.id}"><div class="when">${chapter.id}</div>` +
-      `<div class="what"><h3><a href="${chapter.id}.html">${esc(en.title)}</a></h3>` +
+      `<div class="what"><h3><a href="${chapter.id}.html">${titles(info)}</a></h3>` +
       `${ideaOf(build, info)}<p class="meta">${statsLine(info.stats)}${pair}</p></div></li>`
     );
   });
-  const about = bilingual(
-    markdown(topEn.body, build.ctx("", "en")),
-    markdown(topJa.body, build.ctx("", "ja")),
-  );
+  const about = multilingual((lang) => markdown(top[lang].body, build.ctx("", lang)));
   return page(
-    topEn.title,
-    `<h1>${esc(topEn.title)}</h1>\n` +
-      section("timeline", "Chapters", "章", `<ol class="timeline">${timeline.join("\n")}</ol>`) +
-      section("about", "About the course", "このコースについて", about),
-    `<a href="index.html">${t("Course", "コース")}</a>`,
+    top.en.title,
+    `<h1>${t(esc(top.en.title), esc(top.ja.title), esc(top.zh.title))}</h1>\n` +
+      section(
+        "timeline",
+        ["Chapters", "章", "章节"],
+        `<ol class="timeline">${timeline.join("\n")}</ol>`,
+      ) +
+      section("about", ["About the course", "このコースについて", "关于本课程"], about),
+    `<a href="index.html">${COURSE}</a>`,
   );
 }
 
@@ -504,12 +528,13 @@ function fileList(build: Build, at: number, changes: readonly FileChange[]): str
       let note = "";
       if (change !== undefined) {
         cls = change.status === "added" ? "added" : "changed";
-        const what = change.status === "added" ? t("new", "新規") : t("changed", "変更");
+        const what =
+          change.status === "added" ? t("new", "新規", "新增") : t("changed", "変更", "修改");
         note = `<a href="#${diffAnchor(rel)}">${what} <span class="plus">+${change.added}</span> <span class="minus">−${change.removed}</span></a>`;
       } else {
         const owner = lastChanged(build.infos, at, rel);
         if (owner && owner !== info) {
-          note = `${t("as in", "変更なし:")} <a href="${owner.chapter.id}.html#${diffAnchor(rel)}">${owner.chapter.id}</a>`;
+          note = `${t("as in", "変更なし:", "同")} <a href="${owner.chapter.id}.html#${diffAnchor(rel)}">${owner.chapter.id}</a>`;
         }
       }
       return `<li class="${cls}" id="${fileAnchor(rel)}"><code>${esc(rel)}</code> <span class="lines">${lines}</span> ${note}</li>`;
@@ -527,20 +552,24 @@ function demoSection(
     (m) => `<li><span class="mark-label">${esc(m.label)}</span> ${tally.get(m.label) ?? 0}×</li>`,
   );
   const n = trace.steps.length;
-  const intro = bilingual(
-    `<p>The build ran this chapter's offline demo (<code>pnpm --filter ${chapter.id} demo</code>) through the chapter's own code and read its session log: ${n} requests, each as the model received it and with the reply the log recorded. Parts marked in colour are what ${chapter.id} added; a card with a mark is open.</p>`,
-    `<p>サイトの生成時にこの章のオフラインデモ（<code>pnpm --filter ${chapter.id} demo</code>）を章自身のコードで実行し、そのセッションログを読み込みました。リクエストは ${n} 件で、それぞれモデルが受け取った内容と、ログに残った応答をそのまま示します。色付きの部分が ${chapter.id} で加わったもので、印のあるカードは開いた状態で表示します。</p>`,
+  const intro = multilingual(
+    (lang) =>
+      ({
+        en: `<p>The build ran this chapter's offline demo (<code>pnpm --filter ${chapter.id} demo</code>) through the chapter's own code and read its session log: ${n} requests, each as the model received it and with the reply the log recorded. Parts marked in colour are what ${chapter.id} added; a card with a mark is open.</p>`,
+        ja: `<p>サイトの生成時にこの章のオフラインデモ（<code>pnpm --filter ${chapter.id} demo</code>）を章自身のコードで実行し、そのセッションログを読み込みました。リクエストは ${n} 件で、それぞれモデルが受け取った内容と、ログに残った応答をそのまま示します。色付きの部分が ${chapter.id} で加わったもので、印のあるカードは開いた状態で表示します。</p>`,
+        zh: `<p>生成网站时，用本章自己的代码运行了它的离线演示（<code>pnpm --filter ${chapter.id} demo</code>），并读取了会话日志：共 ${n} 个请求。每个请求都按模型收到的样子展示，附上日志记下的回复。带颜色的部分是 ${chapter.id} 新加的；带标记的卡片默认展开。</p>`,
+      })[lang],
   );
-  const terminal = `<details class="terminal"><summary>${t("What the terminal showed", "ターミナルの表示")}</summary><pre>${esc(trace.output)}</pre></details>`;
+  const terminal = `<details class="terminal"><summary>${t("What the terminal showed", "ターミナルの表示", "终端里显示的内容")}</summary><pre>${esc(trace.output)}</pre></details>`;
   return `${intro}<ul class="legend">${legend.join("")}</ul>${terminal}\n${steps}`;
 }
 
 const TOC: Array<[string, string]> = [
-  ["diagram", t("Diagram", "図")],
-  ["run", t("Run it", "動かしてみる")],
-  ["files", t("Files", "ファイル")],
-  ["demo", t("The demo, request by request", "デモのリクエスト")],
-  ["diff", t("Diff", "差分")],
+  ["diagram", t("Diagram", "図", "示意图")],
+  ["run", t(RUN_IT.en, RUN_IT.ja, RUN_IT.zh)],
+  ["files", t("Files", "ファイル", "文件")],
+  ["demo", t("The demo, request by request", "デモのリクエスト", "逐个请求看演示")],
+  ["diff", t("Diff", "差分", "差异")],
   ["readme", "README"],
 ];
 
@@ -551,86 +580,94 @@ function chapterPage(
   demo: { html: string; tally: Map<string, number> },
 ): string {
   const info = build.infos[at]!;
-  const { chapter, en, ja } = info;
+  const { chapter, readmes } = info;
   const prev = build.infos[at - 1]?.chapter ?? null;
   const dir = `chapters/${chapter.folder}`;
   const fenced = (markdownText: string) => {
     const f = firstFence(markdownText);
     return f === null ? "" : markdown(`\`\`\`${f.lang}\n${f.code}\`\`\``, build.ctx(dir, "en"));
   };
-  const diagramEn = fenced(sectionBody(en, IDEA.en));
-  const diagramJa = fenced(sectionBody(ja, IDEA.ja));
-  const diagram = diagramEn === diagramJa ? diagramEn : bilingual(diagramEn, diagramJa);
+  // The diagram in each language; one block when they are all the same.
+  const diagrams = LANGS.map((lang) => fenced(sectionBody(readmes[lang], IDEA[lang])));
+  const diagram = diagrams.every((d) => d === diagrams[0])
+    ? (diagrams[0] ?? "")
+    : multilingual((lang) => diagrams[LANGS.indexOf(lang)] ?? "");
   const changes = mechanismFirst(compareChapters(prev, chapter));
-  const readme = bilingual(
-    `<article class="readme">${markdown(en.body, build.ctx(dir, "en"))}</article>`,
-    `<article class="readme">${markdown(ja.body, build.ctx(dir, "ja"))}</article>`,
+  const readme = multilingual(
+    (lang) =>
+      `<article class="readme">${markdown(readmes[lang].body, build.ctx(dir, lang))}</article>`,
   );
   const body = [
-    `<h1>${chapter.id}: ${esc(en.title)}</h1>`,
+    `<h1>${chapter.id}: ${titles(info)}</h1>`,
     `<p class="meta">${statsLine(info.stats)}${prev ? ` · ${pairLink(prev, chapter)}` : ""}</p>`,
     ideaOf(build, info),
     `<nav class="toc">${TOC.map(([id, label]) => `<a href="#${id}">${label}</a>`).join(" ")}</nav>`,
-    section("diagram", "Diagram", "図", diagram),
-    section("run", "Run it", "動かしてみる", fenced(sectionBody(en, "Run it"))),
-    section("files", "src/ files", "src/ のファイル", fileList(build, at, changes)),
+    section("diagram", ["Diagram", "図", "示意图"], diagram),
+    section("run", [RUN_IT.en, RUN_IT.ja, RUN_IT.zh], fenced(sectionBody(readmes.en, RUN_IT.en))),
+    section(
+      "files",
+      ["src/ files", "src/ のファイル", "src/ 下的文件"],
+      fileList(build, at, changes),
+    ),
     section(
       "demo",
-      "The demo, request by request",
-      "デモをリクエストごとに",
+      ["The demo, request by request", "デモをリクエストごとに", "逐个请求看演示"],
       demoSection(chapter, trace, demo.html, demo.tally),
     ),
     section(
       "diff",
-      prev ? `Diff against ${prev.id}` : "Every file (the first chapter)",
-      prev ? `${prev.id} との差分` : "すべてのファイル（最初の章）",
+      prev
+        ? [`Diff against ${prev.id}`, `${prev.id} との差分`, `与 ${prev.id} 的差异`]
+        : ["Every file (the first chapter)", "すべてのファイル（最初の章）", "全部文件（第一章）"],
       renderDiff(prev, chapter, changes),
     ),
-    section("readme", "README", "README", readme),
+    section("readme", ["README", "README", "README"], readme),
   ].join("\n");
-  return page(`${chapter.id}: ${en.title}`, body, chapterNav(build.infos, at));
+  return page(`${chapter.id}: ${readmes.en.title}`, body, chapterNav(build.infos, at));
 }
 
 /** What the later chapter's README says changed, and the diff of every file. */
 function pairPage(build: Build, before: ChapterInfo, info: ChapterInfo): string {
-  const { chapter, en, ja } = info;
+  const { chapter, readmes } = info;
   const dir = `chapters/${chapter.folder}`;
-  const heading = (lang: "en" | "ja") =>
-    lang === "en" ? `What changed from ${before.chapter.id}` : `${before.chapter.id} からの変更点`;
-  const changed = bilingual(
-    markdown(sectionBody(en, heading("en")), build.ctx(dir, "en")),
-    markdown(sectionBody(ja, heading("ja")), build.ctx(dir, "ja")),
+  const id = before.chapter.id;
+  const heading: Record<Lang, string> = {
+    en: `What changed from ${id}`,
+    ja: `${id} からの変更点`,
+    zh: `相对 ${id} 的变化`,
+  };
+  const changed = multilingual((lang) =>
+    markdown(sectionBody(readmes[lang], heading[lang]), build.ctx(dir, lang)),
   );
   const all = mechanismFirst(compareChapters(before.chapter, chapter, true));
   const body = [
-    `<h1>${before.chapter.id} ${esc(before.en.title)} → ${chapter.id} ${esc(en.title)}</h1>`,
-    `<p class="meta">${statsLine(info.stats)} · <a href="${before.chapter.id}.html">${before.chapter.id}</a> · <a href="${chapter.id}.html">${chapter.id}</a></p>`,
-    section("changed", heading("en"), heading("ja"), changed),
+    `<h1>${id} ${titles(before)} → ${chapter.id} ${titles(info)}</h1>`,
+    `<p class="meta">${statsLine(info.stats)} · <a href="${id}.html">${id}</a> · <a href="${chapter.id}.html">${chapter.id}</a></p>`,
+    section("changed", [heading.en, heading.ja, heading.zh], changed),
     section(
       "diff",
-      "Every file that differs",
-      "違いのあるすべてのファイル",
+      ["Every file that differs", "違いのあるすべてのファイル", "所有不同的文件"],
       renderDiff(before.chapter, chapter, all),
     ),
   ].join("\n");
-  const nav = `<a href="index.html">${t("Course", "コース")}</a> <a href="index.html#t-${chapter.id}">${t("Timeline", "年表")}</a>`;
+  const nav = `<a href="index.html">${COURSE}</a> <a href="index.html#t-${chapter.id}">${t("Timeline", "年表", "时间线")}</a>`;
   return page(`${before.chapter.id} → ${chapter.id}`, body, nav);
 }
 
-/** An exercise's statement, in both languages, with the way back to its chapter. */
+/** An exercise's statement, in every language, with the way back to its chapter. */
 function exercisePage(build: Build, exercise: Exercise): string {
   const dir = path.relative(build.root, exercise.dir);
-  const en = readReadme(path.join(exercise.dir, "README.md"));
-  const ja = readReadme(path.join(exercise.dir, "README.ja.md"));
+  const statement = (lang: Lang) => readReadme(path.join(exercise.dir, LANGUAGE[lang].readme));
   const info = build.infos.find((i) => i.chapter.id === exercise.chapter);
   const chapterLink = info
-    ? `<a href="${info.chapter.id}.html#en-exercises">${info.chapter.id} ${esc(info.en.title)}</a>`
+    ? `<a href="${info.chapter.id}.html#en-exercises">${info.chapter.id} ${titles(info)}</a>`
     : "";
+  const title = (lang: Lang) => esc(statement(lang).title.replace(/^s\d\d\.\d+: /, ""));
   const body =
-    `<h1>${esc(exercise.id)}: ${esc(exercise.title)}</h1>\n` +
+    `<h1>${esc(exercise.id)}: ${t(title("en"), title("ja"), title("zh"))}</h1>\n` +
     `<p class="meta">${chapterLink} · <code>pnpm course exercise start ${esc(exercise.id)}</code></p>\n` +
-    bilingual(markdown(en.body, build.ctx(dir, "en")), markdown(ja.body, build.ctx(dir, "ja")));
-  const nav = `<a href="index.html">${t("Course", "コース")}</a>${info ? ` <a href="${info.chapter.id}.html">${info.chapter.id}</a>` : ""}`;
+    multilingual((lang) => markdown(statement(lang).body, build.ctx(dir, lang)));
+  const nav = `<a href="index.html">${COURSE}</a>${info ? ` <a href="${info.chapter.id}.html">${info.chapter.id}</a>` : ""}`;
   return page(`${exercise.id}: ${exercise.title}`, body, nav);
 }
 
@@ -646,8 +683,9 @@ export async function buildSite(options: SiteOptions): Promise<SiteReport> {
     root,
     infos: chapters.map((chapter, i) => ({
       chapter,
-      en: readReadme(path.join(chapter.dir, "README.md")),
-      ja: readReadme(path.join(chapter.dir, "README.ja.md")),
+      readmes: Object.fromEntries(
+        LANGS.map((lang) => [lang, readReadme(path.join(chapter.dir, LANGUAGE[lang].readme))]),
+      ) as Record<Lang, Readme>,
       stats: stats[i]!,
     })),
     ctx: (dir, lang) => ({ root, dir, lang, chapters, images }),

@@ -32,7 +32,7 @@ afterEach(() => {
   for (const root of roots.splice(0)) fs.rmSync(root, { recursive: true, force: true });
 });
 
-/** A valid chapter: package.json, both READMEs, src/main.ts, src/demo.ts, plus `files`. */
+/** A valid chapter: package.json, its three READMEs, src/main.ts, src/demo.ts, plus `files`. */
 function chapterFiles(id: string, files: Files = {}): Files {
   return {
     "package.json": `${JSON.stringify(
@@ -43,19 +43,34 @@ function chapterFiles(id: string, files: Files = {}): Files {
     "tsconfig.json": '{ "extends": "../../tsconfig.base.json" }\n',
     "README.md": `# ${id}\n`,
     "README.ja.md": `# ${id} (ja)\n`,
+    "README.zh.md": `# ${id} (zh)\n`,
     "src/main.ts": 'console.log("main");\n',
     "src/demo.ts": 'console.log("demo");\n',
     ...files,
   };
 }
 
-/** The navigation line of a chapter README: previous and next chapter, same language. */
-function navLine(readme: string, prev?: string, next?: string): string {
-  const [back, forward] = readme === "README.md" ? ["previous:", "next:"] : ["前へ:", "次へ:"];
+type Readme = "README.md" | "README.ja.md" | "README.zh.md";
+const LANGUAGE_LINKS: Record<Readme, string> = {
+  "README.md": "[日本語](README.ja.md) · [中文](README.zh.md)",
+  "README.ja.md": "[English](README.md) · [中文](README.zh.md)",
+  "README.zh.md": "[English](README.md) · [日本語](README.ja.md)",
+};
+
+/** The navigation line of a chapter README: its other languages, previous and next chapter. */
+function navLine(readme: Readme, prev?: string, next?: string): string {
+  const [back, forward] = {
+    "README.md": ["previous:", "next:"],
+    "README.ja.md": ["前へ:", "次へ:"],
+    "README.zh.md": ["上一章:", "下一章:"],
+  }[readme];
   return [
+    LANGUAGE_LINKS[readme],
     prev ? `${back} [${prev.slice(0, 3)}](../${prev}/${readme})` : "",
     next ? `${forward} [${next.slice(0, 3)}](../${next}/${readme})` : "",
-  ].join(" · ");
+  ]
+    .filter(Boolean)
+    .join(" · ");
 }
 
 /**
@@ -63,44 +78,46 @@ function navLine(readme: string, prev?: string, next?: string): string {
  * fixtures check the other rules on it): `body` replaces the text of a section by heading.
  */
 function shapedReadme(
-  readme: "README.md" | "README.ja.md",
+  readme: Readme,
   folder: string,
   prev?: string,
   next?: string,
   body: Record<string, string> = {},
 ): string {
   const id = folder.slice(0, 3);
-  const ja = readme === "README.ja.md";
-  const changed = ja
-    ? prev
-      ? `${prev.slice(0, 3)} からの変更点`
-      : "変更点：すべて新規"
-    : prev
-      ? `What changed from ${prev.slice(0, 3)}`
-      : "What changed: everything is new";
+  const lang = readme === "README.md" ? "en" : readme === "README.ja.md" ? "ja" : "zh";
+  const p = prev?.slice(0, 3);
+  const words = (en: string, ja: string, zh: string) => ({ en, ja, zh })[lang];
+  const changed = p
+    ? words(`What changed from ${p}`, `${p} からの変更点`, `相对 ${p} 的变化`)
+    : words("What changed: everything is new", "変更点：すべて新規", "变化：全部是新的");
   const sections: Array<[string, string]> = [
-    [ja ? "解決したい問題" : "The problem", "P."],
-    [ja ? "考え方" : "The idea", "I."],
+    [words("The problem", "解決したい問題", "要解决的问题"), "P."],
+    [words("The idea", "考え方", "思路"), "I."],
     [
-      ja ? "動かしてみる" : "Run it",
+      words("Run it", "動かしてみる", "运行一下"),
       `\`\`\`sh\npnpm --silent --filter ${id} demo\n\`\`\`\n\n\`\`\`text\ndemo\n\`\`\``,
     ],
-    [ja ? "仕組み" : "How it works", "### 1. One step\n\nS."],
+    [words("How it works", "仕組み", "工作原理"), "### 1. One step\n\nS."],
     [changed, "N."],
     [
-      ja ? "本物の Claude Code では" : "Claude Code for real",
-      ja ? "2026 年 12 月時点のドキュメントでは C。" : "As of December 2026, C.",
+      words("Claude Code for real", "本物の Claude Code では", "真实的 Claude Code"),
+      words(
+        "As of December 2026, C.",
+        "2026 年 12 月時点のドキュメントでは C。",
+        "截至 2026 年 12 月，文档里 C。",
+      ),
     ],
-    [ja ? "試してみる" : "Try it", "T."],
+    [words("Try it", "試してみる", "动手试试"), "T."],
     [
-      ja ? "テストで固定している挙動" : "What the tests pin",
+      words("What the tests pin", "テストで固定している挙動", "测试固定的行为"),
       Array.from({ length: 5 }, (_, i) => `- b${i} → tests/b.test.ts`).join("\n"),
     ],
-    [ja ? "エッジケース" : "Edge cases", "E."],
-    [ja ? "次の章" : "What's next", "W."],
+    [words("Edge cases", "エッジケース", "边界情况"), "E."],
+    [words("What's next", "次の章", "下一章"), "W."],
   ];
   return [
-    `# ${id}${ja ? " (ja)" : ""}`,
+    `# ${id}${lang === "en" ? "" : ` (${lang})`}`,
     "",
     navLine(readme, prev, next),
     ...sections.flatMap(([heading, text]) => ["", `## ${heading}`, "", body[heading] ?? text]),
@@ -121,7 +138,7 @@ function makeCourse(chapters: Record<string, Files>, nav = true): string {
   for (const [folder, files] of Object.entries(chapters)) {
     const at = folders.indexOf(folder);
     for (const [rel, text] of Object.entries(files)) {
-      const isDefault = nav && /^README(\.ja)?\.md$/.test(rel) && /^# [^\n]*\n$/.test(text);
+      const isDefault = nav && /^README(\.ja|\.zh)?\.md$/.test(rel) && /^# [^\n]*\n$/.test(text);
       const body = isDefault
         ? shapedReadme(rel as "README.md", folder, folders[at - 1], folders[at + 1])
         : text;
@@ -240,7 +257,7 @@ describe("diff", () => {
     expect(all.out).toContain("--- s01/README.ja.md\n+++ s02/README.ja.md\n");
     expect(all.out).not.toContain("tsconfig.json"); // identical in both
     expect(all.out).not.toContain("node_modules");
-    expect(all.out).toMatch(/\n6 files changed, \+5 -6\n$/);
+    expect(all.out).toMatch(/\n7 files changed, \+6 -7\n$/);
   });
 
   it("is plain text when colour is off and coloured when on", () => {
@@ -588,10 +605,7 @@ describe("check: the README rules", () => {
     "s03-bash": chapterFiles("s03", { "src/loop.ts": "loop v1\n", "src/tools.ts": "tools\n" }),
   });
   /** s02's README in `readme`, its sections' text replaced by `body`. */
-  const withS02 = (
-    body: Record<string, string>,
-    readme: "README.md" | "README.ja.md" = "README.md",
-  ) => {
+  const withS02 = (body: Record<string, string>, readme: Readme = "README.md") => {
     const chapters = clean();
     chapters["s02-tools"] = {
       ...chapters["s02-tools"],
@@ -703,19 +717,55 @@ describe("check: the README rules", () => {
     ]);
   });
 
+  it("holds a Chinese README to the same rules: sections, the date, excerpts, glossary, length", async () => {
+    const root = makeCourse(
+      withS02(
+        {
+          思路: "机制之间的合约。`合约` 在代码里，不算。",
+          "真实的 Claude Code": "文档里 C。",
+          工作原理: "### 1. 一步\n\n```ts src/tools.ts\ntools, drifted\n```",
+        },
+        "README.zh.md",
+      ),
+    );
+    write(
+      root,
+      "docs/glossary.zh.md",
+      "| 英文 | 使用的词 | 不用的说法 | 说明 |\n|---|---|---|---|\n| contract | 契约 | 合约、约定 | |\n",
+    );
+    const zh = path.join(root, "chapters/s02-tools/README.zh.md");
+    fs.writeFileSync(zh, fs.readFileSync(zh, "utf8").replace("## 边界情况", "## 边缘情况"));
+    fs.appendFileSync(zh, "\n".repeat(40));
+    expect((await check(root)).out.split("\n").slice(0, -2)).toEqual([
+      'excerpt: chapters/s02-tools/README.zh.md:27 is not verbatim src/tools.ts (from "tools, drifted") — copy it again from the code',
+      expect.stringMatching(
+        /^shape: chapters\/s02-tools\/README\.zh\.md: sections must be "## 要解决的问题", "## 思路", .*"## 相对 s01 的变化".* \(missing "边界情况"; not expected "边缘情况"\)$/,
+      ),
+      expect.stringMatching(
+        /^shape: chapters\/s02-tools\/README\.zh\.md:\d+ "真实的 Claude Code" says when the docs were read \(“截至 2026 年 12 月，…”\)$/,
+      ),
+      "glossary: chapters/s02-tools/README.zh.md:11 says “合约”; docs/glossary.zh.md says “契约”",
+      "length: chapters/s02-tools/README.zh.md has 97 lines, more than README.md's 55; no longer than the English page",
+    ]);
+  });
+
   it("fails on a stats table that is not what course stats prints, and on pages too long", async () => {
     const root = makeCourse(clean());
     const table = formatStatsTable(computeStats(root));
-    write(root, "README.md", `# Course\n\n${table}`);
-    write(root, "README.ja.md", "# コース\n");
+    write(root, "README.md", `# Course\n\n[日本語](README.ja.md)\n\n${table}`);
+    write(root, "README.ja.md", "# コース\n\n[English](README.md)\n");
     expect((await check(root)).code).toBe(0);
-    write(root, "README.md", `# Course\n\n${table.replace(/\|\s+1 \|/, "| 9 |")}`);
-    write(root, "README.ja.md", `# コース\n${"\n".repeat(20)}`);
+    write(
+      root,
+      "README.md",
+      `# Course\n\n[日本語](README.ja.md)\n\n${table.replace(/\|\s+1 \|/, "| 9 |")}`,
+    );
+    write(root, "README.ja.md", `# コース\n\n[English](README.md)\n${"\n".repeat(20)}`);
     expect((await check(root)).out.split("\n").slice(0, -2)).toEqual([
-      "stats: README.md:3 the table is not what `pnpm course stats` prints now — paste it again",
-      "length: README.ja.md has 21 lines, more than README.md's 7; no longer than the English page",
+      "stats: README.md:5 the table is not what `pnpm course stats` prints now — paste it again",
+      "length: README.ja.md has 23 lines, more than README.md's 9; no longer than the English page",
     ]);
-    write(root, "README.md", `# Course\n${"line\n".repeat(150)}`);
+    write(root, "README.md", `# Course\n\n[日本語](README.ja.md)\n${"line\n".repeat(148)}`);
     write(
       root,
       "chapters/s02-tools/README.md",
@@ -754,18 +804,22 @@ describe("check: the README rules", () => {
     const printed =
       "demo on http://127.0.0.1:41234\nworkspace /tmp/harness-demo-s01-…\ntook 0.5 s\n[usage] in 1234 / out 7 tokens";
     expect(await run(printed)).toEqual([
-      // The Japanese page still shows s01's default transcript, "demo", which is not printed.
+      // The Japanese and Chinese pages still show s01's default transcript, "demo", which is
+      // not printed.
       expect.stringMatching(
         /^transcript: chapters\/s01-loop\/README\.ja\.md:\d+ is not what the demo prints \(from "demo"\)/,
       ),
+      expect.stringMatching(/^transcript: chapters\/s01-loop\/README\.zh\.md:\d+ is not what/),
     ]);
-    expect(await run("demo on http://127.0.0.1:1\n…\ndone")).toHaveLength(1);
+    expect(await run("demo on http://127.0.0.1:1\n…\ndone")).toHaveLength(2);
     expect(await run("done\n…\ndemo on http://127.0.0.1:1")).toEqual([
       expect.stringMatching(/README\.md:\d+ is not what the demo prints \(from "demo on http:/),
+      expect.anything(),
       expect.anything(),
     ]);
     expect(await run("done", "pnpm --silent --filter s01 start")).toEqual([
       expect.stringMatching(/README\.md:\d+ "Run it" shows no `pnpm --silent --filter s01 demo`/),
+      expect.anything(),
       expect.anything(),
     ]);
   }, 20000);
@@ -938,6 +992,8 @@ describe("check: README excerpts", () => {
     makeCourse({
       "s01-a": chapterFiles("s01", { "src/add.ts": source.join("\n"), "README.md": readme }),
     });
+  /** The excerpt rule's lines (these READMEs are bare: no language line). */
+  const excerpts = (root: string) => checkCourse(root).filter((l) => l.startsWith("excerpt:"));
 
   it("accepts an excerpt that is the file's text, with // … for lines left out", () => {
     const readme = [
@@ -956,21 +1012,21 @@ describe("check: README excerpts", () => {
       "not checked",
       "```",
     ].join("\n");
-    expect(checkCourse(withReadme(readme))).toEqual([]);
+    expect(excerpts(withReadme(readme))).toEqual([]);
   });
 
   it("flags an excerpt that no longer matches the code, with the README line", () => {
     const readme = ["# s01", "", "```ts src/add.ts", "  return a - b;", "```", ""].join("\n");
-    expect(checkCourse(withReadme(readme))).toEqual([
+    expect(excerpts(withReadme(readme))).toEqual([
       'excerpt: chapters/s01-a/README.md:3 is not verbatim src/add.ts (from "return a - b;") — copy it again from the code',
     ]);
   });
 
   it("checks an indented excerpt (in a list item) without its indentation", () => {
     const good = ["1. Add:", "", "   ```ts src/add.ts", "     return a + b;", "   ```"];
-    expect(checkCourse(withReadme(good.join("\n")))).toEqual([]);
+    expect(excerpts(withReadme(good.join("\n")))).toEqual([]);
     const bad = ["1. Add:", "", "   ```ts src/add.ts", "     return a * b;", "   ```"];
-    expect(checkCourse(withReadme(bad.join("\n")))).toEqual([
+    expect(excerpts(withReadme(bad.join("\n")))).toEqual([
       'excerpt: chapters/s01-a/README.md:3 is not verbatim src/add.ts (from "return a * b;") — copy it again from the code',
     ]);
   });
@@ -986,7 +1042,7 @@ describe("check: README excerpts", () => {
       "x",
       "```",
     ].join("\n");
-    expect(checkCourse(withReadme(readme))).toEqual([
+    expect(excerpts(withReadme(readme))).toEqual([
       'excerpt: chapters/s01-a/README.md:1 is not verbatim src/add.ts (from "export function add(a, b) {") — copy it again from the code',
       "excerpt: chapters/s01-a/README.md:6 quotes src/gone.ts, which the chapter does not have",
     ]);
@@ -1019,9 +1075,51 @@ describe("check: README links", () => {
         "# s02\n\n前へ: [s01](../s01-a/README.md) · 次へ: [s03](../s03-c/README.ja.md)\n",
     });
     expect(checkCourse(root)).toEqual([
+      "link: chapters/s02-b/README.md has no language line: its first lines must link [日本語](README.ja.md) · [中文](README.zh.md)",
       'link: chapters/s02-b/README.md has no "next: [s03 …](../s03-c/README.md)" in its first lines',
       "link: chapters/s02-b/README.md:5 links notes.md, which does not exist",
+      "link: chapters/s02-b/README.ja.md has no language line: its first lines must link [English](README.md) · [中文](README.zh.md)",
       'link: chapters/s02-b/README.ja.md has no "前へ: [s01 …](../s01-a/README.ja.md)" in its first lines',
+      "link: chapters/s02-b/README.ja.md:3 links ../s01-a/README.md, a page in English; link ../s01-a/README.ja.md, the page in 日本語",
+    ]);
+  });
+
+  it("keeps a Chinese README's links in Chinese: navigation, other chapters, docs", () => {
+    const zh = (links: string) =>
+      [
+        "# s02 (zh)",
+        "",
+        "[English](README.md) · [日本語](README.ja.md) · 上一章: [s01](../s01-a/README.zh.md) · 下一章: [s03](../s03-c/README.zh.md)",
+        "",
+        links,
+        "",
+      ].join("\n");
+    const ok = course({
+      "README.zh.md": zh(
+        "见 [s03](../s03-c/README.zh.md#思路) 和 [维护](../../docs/maintaining.md)。",
+      ),
+    });
+    write(ok, "docs/maintaining.md", "# Maintaining\n");
+    // A page with no Chinese version (maintaining.md) is linked as it is.
+    expect(checkCourse(ok)).toEqual([]);
+    const root = course({
+      "README.zh.md": zh("见 [s03](../s03-c/README.md) 和 [架构](../../docs/architecture.ja.md)。")
+        .replace("上一章: [s01](../s01-a/README.zh.md)", "上一章: [s01](../s01-a/README.ja.md)")
+        .replace(" · [日本語](README.ja.md)", ""),
+    });
+    write(root, "docs/architecture.ja.md", "# 構成\n\n[English](architecture.md)\n");
+    write(root, "docs/architecture.md", "# Architecture\n\n[日本語](architecture.ja.md)\n");
+    write(root, "docs/architecture.zh.md", "# 架构\n\n[English](architecture.md)\n");
+    expect(checkCourse(root)).toEqual([
+      "link: chapters/s02-b/README.zh.md has no language line: its first lines must link [日本語](README.ja.md)",
+      'link: chapters/s02-b/README.zh.md has no "上一章: [s01 …](../s01-a/README.zh.md)" in its first lines',
+      "link: chapters/s02-b/README.zh.md:3 links ../s01-a/README.ja.md, a page in 日本語; link ../s01-a/README.zh.md, the page in 中文",
+      "link: chapters/s02-b/README.zh.md:5 links ../s03-c/README.md, a page in English; link ../s03-c/README.zh.md, the page in 中文",
+      "link: chapters/s02-b/README.zh.md:5 links ../../docs/architecture.ja.md, a page in 日本語; link ../../docs/architecture.zh.md, the page in 中文",
+      // The pages outside the chapters have language lines too.
+      "link: docs/architecture.ja.md has no language line: its first lines must link [中文](architecture.zh.md)",
+      "link: docs/architecture.md has no language line: its first lines must link [中文](architecture.zh.md)",
+      "link: docs/architecture.zh.md has no language line: its first lines must link [日本語](architecture.ja.md)",
     ]);
   });
 });

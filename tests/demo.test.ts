@@ -264,11 +264,12 @@ describe("course site: the pages", () => {
     expect(report.pages.sort()).toEqual(
       ["index.html", ...ids.map((id) => `${id}.html`), ...pairs, ...exercises].sort(),
     );
-    // An exercise's page has its statement in both languages and leads back to its chapter.
+    // An exercise's page has its statement in every language and leads back to its chapter.
     const grep = html("s02.1.html");
-    expect(grep).toContain("<h1>s02.1: A grep tool with a path target</h1>");
+    expect(grep).toContain('<h1>s02.1: <span class="en">A grep tool with a path target</span>');
     expect(grep).toContain('href="s02.html#en-exercises"');
     expect(grep).toContain("正規表現でファイルの中身を検索し");
+    expect(grep).toContain('<div class="zh" lang="zh-Hans">');
     expect(html("s02.html")).toContain('href="s02.1.html"');
     expect(existsSync(path.join(out, "style.css")) && existsSync(path.join(out, "site.js"))).toBe(
       true,
@@ -288,12 +289,15 @@ describe("course site: the pages", () => {
       expect(entry).toContain(`href="${s.id}.html"`);
       if (i > 0) expect(entry).toContain(`href="${stats[i - 1]!.id}-${s.id}.html"`);
     }
-    // The top README in both languages, and the chapter's idea paragraph from its README.
+    // The top README in every language, and the chapter's idea paragraph from its README.
     expect(index).toContain('<div class="ja" lang="ja">');
+    expect(index).toContain('<div class="zh" lang="zh-Hans">');
     expect(index).toContain("Put a loop around the model:");
+    // Each chapter's title in each language: s02 as 工具调用 for a Chinese reader.
+    expect(index).toContain('<span class="zh" lang="zh-Hans">工具调用 (Tool Use)</span>');
   });
 
-  it("gives s05 its diagram, run commands, file list, diff and README in both languages", () => {
+  it("gives s05 its diagram, run commands, file list, diff and README in every language", () => {
     const page = html("s05.html");
     expect(sectionText(page, "diagram")).toContain(
       "&lt;reminder&gt;Update your todos.&lt;/reminder&gt;",
@@ -322,6 +326,7 @@ describe("course site: the pages", () => {
     const readme = sectionText(page, "readme");
     expect(readme).toContain('<h2 id="en-the-idea">The idea</h2>');
     expect(readme).toContain('<h2 id="ja-考え方">考え方</h2>');
+    expect(readme).toContain('<h2 id="zh-思路">思路</h2>');
     // README links become site links: the next chapter, the course overview's sections.
     expect(readme).toContain('href="s06.html"');
     expect(sectionText(html("s16.html"), "readme")).toContain('href="index.html#en-configuration"');
@@ -353,7 +358,11 @@ describe("course site: the pages", () => {
         const [file = "", hash] = value.split("#");
         const target = file === "" ? name : file;
         if (!existsSync(path.join(out, target))) broken.push(`${name}: ${attr} ${value}`);
-        else if (hash && hash !== "ja" && !ids.get(target)?.has(decodeURIComponent(hash))) {
+        else if (
+          hash &&
+          !["ja", "zh"].includes(hash) &&
+          !ids.get(target)?.has(decodeURIComponent(hash))
+        ) {
           broken.push(`${name}: #${hash} is not in ${target}`);
         }
       }
@@ -485,6 +494,18 @@ const browserMissing = existsSync(CHROMIUM)
 if (browserMissing) {
   console.warn(`demo.test.ts: skipped the course site's browser tests: ${browserMissing}`);
 }
+/** Debian's fonts-noto-cjk: without it Chromium draws Chinese and Japanese as empty boxes. */
+const CJK_FONT = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc";
+const fontMissing = existsSync(CJK_FONT)
+  ? null
+  : `no ${CJK_FONT} (install Debian's fonts-noto-cjk package)`;
+if (fontMissing && !browserMissing) {
+  console.warn(`demo.test.ts: skipped the Chinese font test: ${fontMissing}`);
+}
+/** The first heading of the Chinese top README (its "What this is"). */
+const ZH_ABOUT = /^## (.+)$/m.exec(
+  readFileSync(path.join(DEFAULT_ROOT, "README.zh.md"), "utf8"),
+)?.[1];
 
 describe.skipIf(browserMissing !== null)("course site: in headless Chromium", () => {
   let browser: Browser;
@@ -527,7 +548,9 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
       await page.goto(url(`${chapter.id}.html`));
       const seen = await page.evaluate(
         (ids) => ({
-          title: document.querySelector("h1")?.textContent,
+          // What is on screen: the title in the chosen language (English until one is chosen).
+          // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point
+          title: document.querySelector("h1")?.innerText,
           shown: ids.filter((id) => {
             const el = document.getElementById(id) as HTMLDetailsElement | null;
             return el?.open === true && el.getBoundingClientRect().height > 40;
@@ -551,7 +574,9 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
     expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
     await page.click('#t-s05 a[href="s04-s05.html"]');
     expect(page.url()).toBe(url("s04-s05.html"));
-    expect(await page.locator("h1").textContent()).toBe("s04 Hooks → s05 TodoWrite");
+    // The titles in the language on screen: the others are hidden, not absent.
+    // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point
+    expect(await page.locator("h1").innerText()).toBe("s04 Hooks → s05 TodoWrite");
     await page.click('main a[href="s05.html"]');
     expect(page.url()).toBe(url("s05.html"));
     expect(errors).toEqual([]);
@@ -601,37 +626,84 @@ describe.skipIf(browserMissing !== null)("course site: in headless Chromium", ()
     });
 
     it("switches the README's language, and keeps the choice on the next page", async () => {
-      // Which of the two READMEs in `section` is on screen, and its first heading.
+      // Which README in `section` is on screen (only one may be), and its first heading.
       const shown = async (section: string) => {
-        const en = await page.locator(`#${section} > div.en`).isVisible();
-        const ja = await page.locator(`#${section} > div.ja`).isVisible();
-        const lang = ja ? "ja" : "en";
-        const text = await page.locator(`#${section} > div.${lang} h2`).first().textContent();
-        return { en, ja, text };
+        const visible: string[] = [];
+        for (const lang of ["en", "ja", "zh"]) {
+          if (await page.locator(`#${section} > div.${lang}`).isVisible()) visible.push(lang);
+        }
+        const text = await page.locator(`#${section} > div.${visible[0]} h2`).first().textContent();
+        return { visible, text };
       };
-      expect(await shown("readme")).toEqual({ en: true, ja: false, text: "The problem" });
+      expect(await shown("readme")).toEqual({ visible: ["en"], text: "The problem" });
       await page.click('button[data-lang="ja"]');
-      expect(await shown("readme")).toEqual({ en: false, ja: true, text: "解決したい問題" });
+      expect(await shown("readme")).toEqual({ visible: ["ja"], text: "解決したい問題" });
       expect(await page.locator("html").getAttribute("lang")).toBe("ja");
+      await page.click('button[data-lang="zh"]');
+      expect(await shown("readme")).toEqual({ visible: ["zh"], text: "要解决的问题" });
+      expect(await page.locator("html").getAttribute("lang")).toBe("zh-Hans");
+      // biome-ignore lint/performance/useDomNodeTextContent: the title in the chosen language
+      expect(await page.locator("h1").innerText()).toBe("s05: TodoWrite");
       await page.goto(url("index.html"));
-      expect(await shown("about")).toEqual({ en: false, ja: true, text: "このコースについて" });
+      expect(await shown("about")).toEqual({ visible: ["zh"], text: ZH_ABOUT });
       await page.click('button[data-lang="en"]');
-      expect(await shown("about")).toEqual({ en: true, ja: false, text: "What this is" });
-      // A link to README.ja.md (#ja) opens a page in Japanese, whatever was chosen before.
-      await page.goto("about:blank"); // so that the next load is a new document, not a scroll
-      await page.goto(`${url("index.html")}#ja`);
-      expect((await shown("about")).ja).toBe(true);
+      expect(await shown("about")).toEqual({ visible: ["en"], text: "What this is" });
+      // A link to README.ja.md (#ja) or README.zh.md (#zh) opens a page in that language,
+      // whatever was chosen before.
+      for (const [hash, lang] of [
+        ["#ja", "ja"],
+        ["#zh", "zh"],
+        ["#zh-思路", "zh"],
+      ]) {
+        await page.goto("about:blank"); // so that the next load is a new document, not a scroll
+        await page.goto(`${url(hash === "#zh-思路" ? "s05.html" : "index.html")}${hash}`);
+        const section = hash === "#zh-思路" ? "readme" : "about";
+        expect((await shown(section)).visible, hash).toEqual([lang]);
+      }
       await page.click('button[data-lang="en"]');
     });
   });
 
-  it("reads without JavaScript: both READMEs, the open diff, no dead buttons", async () => {
+  describe.skipIf(fontMissing !== null)("Chinese, as a Chinese reader sees it", () => {
+    it("draws the Chinese README in a Chinese font, not the Japanese one; screenshots it", async () => {
+      await page.goto("about:blank"); // a new document: #zh is read when a page loads
+      await page.goto(`${url("s05.html")}#zh`);
+      const heading = page.locator("#readme > div.zh h2").first();
+      expect(await heading.textContent()).toBe("要解决的问题");
+      // The fonts Chromium really drew the heading with (a missing font falls back silently).
+      // DevTools' CSS domain reads the file: stylesheet again, which Chromium logs as an
+      // "Unsafe attempt to load URL": that line is the probe's, not the page's.
+      const before = errors.length;
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send("DOM.enable");
+      await cdp.send("CSS.enable");
+      const { root } = await cdp.send("DOM.getDocument");
+      const { nodeId } = await cdp.send("DOM.querySelector", {
+        nodeId: root.nodeId,
+        selector: "#readme > div.zh h2",
+      });
+      const { fonts } = await cdp.send("CSS.getPlatformFontsForNode", { nodeId });
+      await cdp.detach();
+      const probe = errors.splice(before);
+      expect(probe.every((e) => e.includes("Unsafe attempt to load URL"))).toBe(true);
+      expect(fonts.map((f) => f.familyName)).toEqual(["Noto Sans CJK SC"]);
+      mkdirSync(OUTPUT, { recursive: true });
+      const shot = path.join(OUTPUT, "site-s05-zh.png");
+      await page.screenshot({ path: shot });
+      expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
+      await page.click('button[data-lang="en"]');
+      expect(errors).toEqual([]);
+    });
+  });
+
+  it("reads without JavaScript: every README, the open diff, no dead buttons", async () => {
     const plain = await browser.newContext({ javaScriptEnabled: false });
     try {
       const reader = await plain.newPage();
       await reader.goto(url("s06.html"));
       expect(await reader.locator("#readme > div.en").isVisible()).toBe(true);
       expect(await reader.locator("#readme > div.ja").isVisible()).toBe(true);
+      expect(await reader.locator("#readme > div.zh").isVisible()).toBe(true);
       expect(await reader.locator("#diff-src-subagent-ts pre.code").isVisible()).toBe(true);
       expect(await reader.locator(".lang-switch").isVisible()).toBe(false);
       expect(await reader.locator("#diff .diff-tools").isVisible()).toBe(false);

@@ -53,6 +53,7 @@ describe("pnpm course exercise", () => {
       /^# s02\.1: A grep tool/,
     );
     expect(fs.existsSync(path.join(dir, "EXERCISE.ja.md"))).toBe(true);
+    expect(fs.readFileSync(path.join(dir, "EXERCISE.zh.md"), "utf8")).toMatch(/^# s02\.1: /);
     expect(fs.readFileSync(path.join(dir, "src/tools.ts"), "utf8")).toBe(
       fs.readFileSync(path.join(DEFAULT_ROOT, "chapters/s02-tools/src/tools.ts"), "utf8"),
     );
@@ -123,7 +124,7 @@ describe("pnpm course exercise", () => {
         .readFileSync(patch, "utf8")
         .replace("// The mechanism: the four", "// A line the chapter does not have"),
     );
-    fs.rmSync(path.join(exercise, "README.ja.md"));
+    fs.rmSync(path.join(exercise, "README.zh.md"));
     fs.mkdirSync(path.join(root, "exercises", "grep"));
     fs.mkdirSync(path.join(root, "exercises", "s02.9-half-written"));
     const problems = checkExercises(root);
@@ -131,7 +132,7 @@ describe("pnpm course exercise", () => {
       "exercise: exercises/grep is not named <id>-<slug> (s02.1-grep)",
       'exercise: exercises/s02.9-half-written/exercise.json is missing or has no "title"',
     ]);
-    expect(problems[2]).toBe("exercise: exercises/s02.1-grep/README.ja.md is missing");
+    expect(problems[2]).toBe("exercise: exercises/s02.1-grep/README.zh.md is missing");
     expect(problems[3]).toMatch(
       /^exercise: s02\.1-grep\/solution\.diff does not apply to s02: .*patch failed.* — update the solution to the chapter's code$/s,
     );

@@ -86,12 +86,13 @@ describe("course site: the command and its parts", () => {
     const missing = await site(["--out", path.join(root, "site")]);
     expect(missing.code).toBe(1);
     expect(missing.io.err).toBe(
-      `course site: cannot read ${path.join(chapter, "README.ja.md")}: every chapter needs README.md and README.ja.md\n`,
+      `course site: cannot read ${path.join(chapter, "README.ja.md")}: every chapter needs README.md, README.ja.md, README.zh.md\n`,
     );
     writeFileSync(
       path.join(chapter, "README.ja.md"),
       "# s01: Agent Loop\n\n## 考え方\n\nループ。\n",
     );
+    writeFileSync(path.join(chapter, "README.zh.md"), "# s01: Agent loop\n\n## 思路\n\n循环。\n");
     const failed = await site(["--out", path.join(root, "site")]);
     expect(failed.code).toBe(1);
     expect(failed.io.err).toMatch(
@@ -162,7 +163,8 @@ describe("course site: the command and its parts", () => {
     };
     const page = markdown(
       [
-        "[s06](../s06-subagent/README.md) [en](README.md) [ja](README.ja.md)",
+        "[s06](../s06-subagent/README.md) [en](README.md) [ja](README.ja.md) [zh](README.zh.md)",
+        "[s04 思路](../s04-hooks/README.zh.md#思路) [练习](../../exercises/s02.1-grep/README.zh.md)",
         "[overview](../../README.md#configuration) [todo](src/todo.ts) [here](#the-idea)",
         "[gone](../../nowhere.md) [web](https://code.claude.com/docs)",
         "",
@@ -174,6 +176,9 @@ describe("course site: the command and its parts", () => {
       "s06.html",
       "s05.html",
       "s05.html#ja",
+      "s05.html#zh",
+      "s04.html#zh-思路",
+      "s02.1.html#zh",
       "index.html#en-configuration",
       "s05.html#file-src-todo-ts",
       "#ja-the-idea",

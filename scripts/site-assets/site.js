@@ -1,12 +1,13 @@
 // The site reads without this file. With it: one language at a time (remembered, and
-// #ja opens a page in Japanese) and the diff toggles.
+// #ja or #zh opens a page in Japanese or Chinese) and the diff toggles.
 (() => {
   const root = document.documentElement;
   const KEY = "course-lang";
+  const LANGS = { en: "en", ja: "ja", zh: "zh-Hans" };
   const setLang = (lang) => {
-    root.classList.remove("lang-en", "lang-ja");
+    root.classList.remove(...Object.keys(LANGS).map((l) => `lang-${l}`));
     root.classList.add(`lang-${lang}`);
-    root.lang = lang;
+    root.lang = LANGS[lang];
     for (const button of document.querySelectorAll("[data-lang]")) {
       button.setAttribute("aria-pressed", String(button.dataset.lang === lang));
     }
@@ -15,14 +16,15 @@
   try {
     stored = localStorage.getItem(KEY);
   } catch {}
-  const hash = location.hash;
-  const wanted =
-    hash === "#ja" || hash.startsWith("#ja-") ? "ja" : hash.startsWith("#en-") ? "en" : stored;
+  // #ja, #zh-<heading>, #en-<heading>: the language of the README a link stood for.
+  const fromHash = /^#(en|ja|zh)(?:-|$)/.exec(location.hash)?.[1];
+  const wanted = fromHash ?? stored;
+  const current = () => Object.keys(LANGS).find((l) => root.classList.contains(`lang-${l}`));
   root.classList.add("js");
-  setLang(wanted === "ja" ? "ja" : "en");
+  setLang(wanted in LANGS ? wanted : "en");
 
   document.addEventListener("DOMContentLoaded", () => {
-    setLang(root.classList.contains("lang-ja") ? "ja" : "en");
+    setLang(current() ?? "en");
     for (const button of document.querySelectorAll("[data-lang]")) {
       button.addEventListener("click", () => {
         setLang(button.dataset.lang);
